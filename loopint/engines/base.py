@@ -1,0 +1,214 @@
+"""What every engine shares: the result object, tolerance test and integrand normalisation.
+
+Engines integrate a batched function ``f(x[n, d]) -> values[n]`` or ``values[n, m]`` (real or
+complex) over a box.  Internally every engine works on a *real* integrand with shape
+``(n, M)``: :func:`normalize_integrand` splits complex outputs into real and imaginary parts and
+promotes scalar outputs to one component, and ``unpack`` turns the engine's real estimates back
+into the user's shape and dtype.
+
+Error convention: for a complex result, ``error`` is complex too, ``error.real`` bounds the
+error of the real part and ``error.imag`` that of the imaginary part (both non-negative).
+A component meets the tolerance when ``|error| <= max(atol, rtol * |value|)``
+(:func:`tolerance_met`), with ``|.|`` the complex modulus.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# Status strings.  ``converged`` is the only one for which ``converged`` is True; the others
+# start with a fixed word so callers can test ``status.startswith(...)`` and carry details.
+CONVERGED = "converged"
+MAX_EVALS = "max_evals"            # evaluation budget spent before the tolerance was met
+MEMORY_LIMIT = "memory_limit"      # region/interval storage full; best estimate returned
+MAX_ITERATIONS = "max_iterations"  # iteration cap reached
+NONFINITE = "nonfinite"            # integrand returned NaN/inf at some points
+ROUNDOFF = "roundoff"              # error estimate dominated by round-off; tolerance not reachable
+
+
+@dataclasses.dataclass
+class IntegrationResult:
+    """Outcome of one engine run.
+
+    Attributes:
+        value: estimate; a scalar (Python float/complex) for scalar integrands, else an
+            ``np.ndarray`` of shape ``(m,)`` (float64 or complex128).
+        error: error estimate of the same shape and dtype kind (see module docstring).
+        converged: True only when every component met the requested tolerance and no
+            non-finite integrand value was seen.
+        status: ``"converged"`` or a reason, e.g. ``"max_evals: 1.0e+08 evaluations spent, error
+            3e-7 > requested 1e-8"``.
+        evaluations: integrand evaluations (points; a vector integrand counts once per point).
+        seconds: wall time of the run, compilation included.
+        method: engine name.
+        info: engine-specific statistics (regions, iterations, history, nonfinite count, ...).
+    """
+
+    value: Any
+    error: Any
+    converged: bool
+    status: str
+    evaluations: int
+    seconds: float
+    method: str
+    info: dict = dataclasses.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        v = np.atleast_1d(np.asarray(self.value))
+        e = np.atleast_1d(np.asarray(self.error))
+        body = ", ".join(_fmt_pm(a, b) for a, b in zip(v[:4], e[:4]))
+        if v.size > 4:
+            body += f", ... ({v.size} components)"
+        return (f"IntegrationResult({body}; {self.status}; method={self.method}, "
+                f"evaluations={self.evaluations:.3g}, {self.seconds:.3g} s)")
+
+    def to_dict(self) -> dict:
+        """Plain-JSON view: complex numbers become [re, im] pairs."""
+        return {
+            "value": _jsonable(self.value),
+            "error": _jsonable(self.error),
+            "converged": bool(self.converged),
+            "status": self.status,
+            "evaluations": int(self.evaluations),
+            "seconds": float(self.seconds),
+            "method": self.method,
+            "info": {k: _jsonable(v) for k, v in self.info.items()},
+        }
+
+
+def _fmt_pm(v, e) -> str:
+    if np.iscomplexobj(v) or np.iscomplexobj(e):
+        v, e = complex(v), complex(e)
+        return f"({v.real:.12g} ± {abs(e.real):.2g}) + ({v.imag:.12g} ± {abs(e.imag):.2g})i"
+    return f"{float(v):.12g} ± {float(e):.2g}"
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (np.ndarray, jax.Array)):
+        a = np.asarray(x)
+        if np.iscomplexobj(a):
+            return _jsonable(np.stack([a.real, a.imag], axis=-1).tolist())
+        return a.tolist()
+    if isinstance(x, (complex, np.complexfloating)):
+        return [float(x.real), float(x.imag)]
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    return x
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalizedIntegrand:
+    """A user integrand seen as a real ``(n, d) -> (n, M)`` function.
+
+    ``fn`` is traceable by JAX; ``unpack(re)`` maps a real array with trailing axis ``M`` to
+    the user's shape and kind (drops the component axis for scalar integrands and recombines
+    real/imaginary halves for complex ones).
+    """
+
+    fn: Callable[[jax.Array], jax.Array]
+    ndim: int
+    n_components: int        # M: real components the engine integrates
+    is_complex: bool
+    is_scalar: bool
+
+    def unpack(self, real_values):
+        a = np.asarray(real_values)
+        if self.is_complex:
+            half = self.n_components // 2
+            a = a[..., :half] + 1j * a[..., half:]
+        if self.is_scalar:
+            a = a[..., 0]
+        if a.ndim == 0:
+            return complex(a) if self.is_complex else float(a)
+        return a
+
+
+def normalize_integrand(f: Callable, ndim: int, dtype=jnp.float64) -> NormalizedIntegrand:
+    """Probe ``f`` with ``jax.eval_shape`` and wrap it as a real ``(n, d) -> (n, M)`` function."""
+    probe = jax.eval_shape(f, jax.ShapeDtypeStruct((2, ndim), dtype))
+    if probe.ndim not in (1, 2) or probe.shape[0] != 2:
+        raise ValueError(
+            f"integrand must map points of shape (n, {ndim}) to values of shape (n,) or (n, m); "
+            f"for n=2 it returned shape {probe.shape}")
+    is_scalar = probe.ndim == 1
+    m = 1 if is_scalar else probe.shape[1]
+    is_complex = jnp.issubdtype(probe.dtype, jnp.complexfloating)
+
+    def fn(x):
+        y = f(x)
+        if is_scalar:
+            y = y[:, None]
+        if is_complex:
+            y = jnp.concatenate([jnp.real(y), jnp.imag(y)], axis=1)
+        return y.astype(dtype)
+
+    return NormalizedIntegrand(fn=fn, ndim=ndim, n_components=2 * m if is_complex else m,
+                               is_complex=bool(is_complex), is_scalar=is_scalar)
+
+
+def tolerance_met(value, error, rtol: float, atol: float) -> bool:
+    """True when every component satisfies ``|error| <= max(atol, rtol * |value|)``."""
+    v = np.abs(np.asarray(value))
+    e = np.abs(np.asarray(error))
+    return bool(np.all(e <= np.maximum(atol, rtol * v)))
+
+
+def real_tolerance_met(values, errors, rtol: float, atol: float, n: NormalizedIntegrand) -> bool:
+    """:func:`tolerance_met` on the engine's real components, judged per user component.
+
+    For complex integrands the real and imaginary errors of one component are combined as
+    ``hypot`` and compared with ``rtol * |value|``, so a tiny imaginary part does not force
+    relative accuracy on itself alone.
+    """
+    return tolerance_met(n.unpack(values), _combine_error(n.unpack(errors)), rtol, atol)
+
+
+def _combine_error(e):
+    e = np.asarray(e)
+    return np.hypot(e.real, e.imag) if np.iscomplexobj(e) else np.abs(e)
+
+
+def complex_error(err_real_components, n: NormalizedIntegrand):
+    """Unpack real-component errors into the public error convention."""
+    return n.unpack(np.abs(np.asarray(err_real_components)))
+
+
+def check_tolerances(rtol: float, atol: float, max_evals: int) -> None:
+    """Reject tolerances that no engine can honour, with a message that says why."""
+    if not (rtol >= 0 and atol >= 0) or (rtol == 0 and atol == 0):
+        raise ValueError(f"need rtol >= 0, atol >= 0, not both zero (got rtol={rtol}, atol={atol})")
+    if rtol and rtol < 1e-15:
+        raise ValueError(f"rtol={rtol} is below float64 resolution (1e-15)")
+    if not (isinstance(max_evals, (int, np.integer)) or float(max_evals).is_integer()) or max_evals < 1:
+        raise ValueError(f"max_evals must be a positive integer, got {max_evals!r}")
+
+
+def box(lower, upper, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and broadcast box limits to float64 arrays of shape ``(ndim,)``."""
+    lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (ndim,)).copy()
+    hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (ndim,)).copy()
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError(f"box limits must be finite with upper > lower; got {lo} .. {hi}")
+    return lo, hi
+
+
+def status_not_converged(kind: str, evaluations: int, err, requested) -> str:
+    """Uniform wording for the common non-converged statuses."""
+    return (f"{kind}: stopped after {evaluations:.3g} evaluations with error "
+            f"{float(np.max(np.abs(err))):.3g} > requested {float(requested):.3g}")
+
+
+def log2ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(max(1, n))))

@@ -1,0 +1,29 @@
+"""The one place where loopint sets JAX's floating-point width.
+
+loopint computes in float64 (complex128) by default: loop integrals near thresholds lose
+digits quickly, and the error estimates of adaptive rules need the headroom. JAX keeps float32
+unless ``jax_enable_x64`` is on, so importing :mod:`loopint` switches it on, once, here.
+float32 stays available per call (``precision="float32"``), which casts inputs and rules.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_enable_x64", True)
+
+PRECISIONS = {"float64": jnp.float64, "float32": jnp.float32}
+
+
+def real_dtype(precision: str = "float64"):
+    """Return the JAX real dtype for ``precision`` ('float64' or 'float32')."""
+    try:
+        return PRECISIONS[precision]
+    except KeyError:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}") from None
+
+
+def complex_dtype(precision: str = "float64"):
+    """Return the complex dtype matching ``precision`` (complex128 or complex64)."""
+    return jnp.complex128 if real_dtype(precision) == jnp.float64 else jnp.complex64
