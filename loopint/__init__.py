@@ -1,11 +1,26 @@
 """loopint: Feynman loop integrals in Feynman-parameter space on GPUs and CPUs.
 
+    import loopint
+    d = loopint.Diagram.from_graph(internal_lines=..., external_lines=..., scalar_products=...)
+    d.U, d.F                                   # sympy expressions
+    r = loopint.compute(d, kinematics={"s": 10.0, "m": 1.0}, rtol=1e-6)
+    r.value, r.error, r.converged, r.table
+    p = loopint.load("diagrams/triangle_above_threshold.toml"); loopint.compute(p)
+    loopint.integrate(f, ndim=6, method="qmc", rtol=1e-8)   # generic engine
+
 Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).
 """
 
 from . import precision as _precision  # noqa: F401  (sets jax_enable_x64 once)
-from .engines.base import IntegrationResult
 
 __version__ = "0.1.0"
 
-__all__ = ["IntegrationResult", "__version__"]
+from .compute import Result, compute  # noqa: E402
+from .diagram import Diagram, DiagramError, Region  # noqa: E402
+from .engines.base import IntegrationResult  # noqa: E402
+from .integrate import integrate  # noqa: E402
+from .lower import Integrand  # noqa: E402
+from .problem import Problem, Settings, SpecError, load  # noqa: E402
+
+__all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
+           "Result", "Settings", "SpecError", "compute", "integrate", "load", "__version__"]

@@ -8,10 +8,37 @@ float32 stays available per call (``precision="float32"``), which casts inputs a
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 
 jax.config.update("jax_enable_x64", True)
+
+
+def _enable_compilation_cache() -> None:
+    """JAX's persistent compilation cache in a user cache folder.
+
+    A second run of the same diagram (same shapes) loads its compiled kernels instead of
+    compiling again.  Folder: ``$LOOPINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopint/jax``
+    (``~/.cache/loopint/jax``); ``LOOPINT_CACHE_DIR=""`` turns the cache off.
+    """
+    folder = os.environ.get("LOOPINT_CACHE_DIR")
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(base, "loopint", "jax")
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return  # read-only home: run without the cache
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+_enable_compilation_cache()
 
 PRECISIONS = {"float64": jnp.float64, "float32": jnp.float32}
 

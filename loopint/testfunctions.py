@@ -186,3 +186,89 @@ def genz_suite() -> list[TestCase]:
 TABLE51_REFERENCE = 8.5351398153893e-2
 """Seed 000 Table 5.1 integral (bare); REFERENCES.md: tensor Gauss-Legendre after Sidi sin^2,
 orders 40-64 per axis agree to 1e-14."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Stochastic-geometry integrands (seed 000, chapter 3 and appendices A, B)
+
+def _tetra_volume6(p1, p2, p3, p4):
+    """6 x the volume of the tetrahedron p1..p4 (points ``[n, 3]``): |det(p2-p1, p3-p1, p4-p1)|.
+
+    Equal to the modulus of seed 000's 4x4 determinant ``d1 - d2 + d3 - d4`` (expansion along
+    the column of ones), written with edge vectors to avoid its cancellations.
+    """
+    a, b, c = p2 - p1, p3 - p1, p4 - p1
+    cross = jnp.stack([b[:, 1] * c[:, 2] - b[:, 2] * c[:, 1],
+                       b[:, 2] * c[:, 0] - b[:, 0] * c[:, 2],
+                       b[:, 0] * c[:, 1] - b[:, 1] * c[:, 0]], axis=1)
+    return jnp.abs(jnp.sum(a * cross, axis=1))
+
+
+def sphere_tetrahedron(x):
+    """Seed 000 appendix A: mean volume of a tetrahedron with vertices on the unit sphere, V(pi).
+
+    Five variables on [0,1]^5 (eq. 3.2): ``u_k = 2 x - 1`` (k = 2, 3, 4) and
+    ``theta_k = 2 pi x`` (k = 3, 4); vertex 1 fixed at the north pole, vertex 2 in the xz-plane.
+    The integral over the unit cube is the normalized mean ``4 pi / 105``.
+    """
+    u2, u3, u4 = 2.0 * x[:, 0] - 1.0, 2.0 * x[:, 1] - 1.0, 2.0 * x[:, 2] - 1.0
+    t3, t4 = 2.0 * jnp.pi * x[:, 3], 2.0 * jnp.pi * x[:, 4]
+    one, zero = jnp.ones_like(u2), jnp.zeros_like(u2)
+    r2 = jnp.sqrt(jnp.maximum(1.0 - u2 * u2, 0.0))
+    r3 = jnp.sqrt(jnp.maximum(1.0 - u3 * u3, 0.0))
+    r4 = jnp.sqrt(jnp.maximum(1.0 - u4 * u4, 0.0))
+    p1 = jnp.stack([zero, zero, one], axis=1)
+    p2 = jnp.stack([r2, zero, u2], axis=1)
+    p3 = jnp.stack([r3 * jnp.cos(t3), r3 * jnp.sin(t3), u3], axis=1)
+    p4 = jnp.stack([r4 * jnp.cos(t4), r4 * jnp.sin(t4), u4], axis=1)
+    return _tetra_volume6(p1, p2, p3, p4) / 6.0
+
+
+def cube_tetrahedron(x):
+    """Seed 000 eq. 3.3: volume of the tetrahedron with four uniform vertices in the unit cube.
+
+    Twelve variables on [0,1]^12, vertex k = (x_(3k), x_(3k+1), x_(3k+2)).
+    """
+    p = [x[:, 3 * k:3 * k + 3] for k in range(4)]
+    return _tetra_volume6(*p) / 6.0
+
+
+def tetrahedron_tetrahedron(x):
+    """Seed 000 appendix B: tetrahedron picking in a tetrahedron, E[V_4(T^3)] / |T^3|.
+
+    Each vertex ``(x, y, z)`` of the unit simplex from three cube variables ``(s, t, v)``:
+    ``x = s, y = (1 - x) t, z = (1 - x - y) v`` with Jacobian ``(1 - x)(1 - x - y)``.  The
+    factor ``1296 = 6^4`` is the uniform density on the simplex (volume 1/6) for the four
+    vertices, and the seed's code integrates ``6 |V|`` = |det|, i.e. the volume relative to
+    the simplex's volume, whose expectation is ``13/720 - pi^2/15015`` (Buchta & Reitzner 2001).
+    """
+    pts, jac = [], 1.0
+    for k in range(4):
+        s, t, v = x[:, 3 * k], x[:, 3 * k + 1], x[:, 3 * k + 2]
+        px = s
+        py = (1.0 - px) * t
+        pz = (1.0 - px - py) * v
+        pts.append(jnp.stack([px, py, pz], axis=1))
+        jac = jac * (1.0 - px) * (1.0 - px - py)
+    return 1296.0 * _tetra_volume6(*pts) * jac
+
+
+def geometry_suite() -> list[TestCase]:
+    """The tetrahedron-picking integrals of seed 000 chapter 3 with their exact values.
+
+    Exact values (REFERENCES.md): ``4 pi / 105`` (Heinrich et al. 1998, seed 000 eq. 3.2);
+    ``3977/216000 - pi^2/2160`` (cube; the seed prints 21600, a typo); ``13/720 - pi^2/15015``
+    (Buchta & Reitzner 2001).
+    """
+    mpmath.mp.dps = 30
+    pi = mpmath.pi
+    return [
+        TestCase("sphere_tetrahedron_5d", sphere_tetrahedron, 5, float(4 * pi / 105),
+                 "closed form 4 pi/105 (seed 000 ch. 3; REFERENCES.md)"),
+        TestCase("cube_tetrahedron_12d", cube_tetrahedron, 12,
+                 float(mpmath.mpf(3977) / 216000 - pi**2 / 2160),
+                 "closed form 3977/216000 - pi^2/2160 (REFERENCES.md; seed prints 21600)"),
+        TestCase("tetrahedron_tetrahedron_12d", tetrahedron_tetrahedron, 12,
+                 float(mpmath.mpf(13) / 720 - pi**2 / 15015),
+                 "closed form 13/720 - pi^2/15015 (seed 000 appendix B; REFERENCES.md)"),
+    ]

@@ -1,0 +1,124 @@
+"""Generic benchmark: seed 001's f1–f7 with the ``pagani`` and ``cubature`` engines.
+
+For every case of :func:`loopint.testfunctions.genz_suite` and ``rtol`` = 1e-3 … 1e-10
+(seed 001 section 4 sweeps the same range), each engine runs twice: a warm-up that compiles
+every shape the run needs (its wall time is ``compile_seconds``) and the timed run
+(``seconds``).  As in seed 001, a case stops at the first ``rtol`` that an engine fails
+to reach within its budget; smaller tolerances would fail too.  Where
+``scipy.integrate.cubature`` exists and the case is cheap for it (d <= 5, rtol >= 1e-6), a
+``scipy.cubature`` row (CPU, numpy integrand, same Genz–Malik rule) gives the ratio.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from ..engines import cubature, pagani
+from ..engines.genz_malik import n_points
+from ..testfunctions import genz_suite
+
+RTOLS = tuple(10.0**-k for k in range(3, 11))
+QUICK = {"f3_3d": (1e-3, 1e-6), "f4_5d": (1e-3,)}
+
+
+def _budget(quick: bool) -> int:
+    """Evaluation budget per run: large on an accelerator, modest on a CPU."""
+    if quick:
+        return 10**6
+    return 2 * 10**9 if jax.devices()[0].platform != "cpu" else 10**8
+
+
+def _numpy_version(name: str):
+    """The test function in numpy (for scipy, which calls it with numpy arrays)."""
+    def f1(x):
+        return np.cos(x @ np.arange(1.0, x.shape[1] + 1))
+
+    def f2(x):
+        return np.prod(1.0 / (1.0 / 50.0**2 + (x - 0.5) ** 2), axis=1)
+
+    def f3(x):
+        return (1.0 + x @ np.arange(1.0, x.shape[1] + 1)) ** (-(x.shape[1] + 1))
+
+    def f4(x):
+        return np.exp(-625.0 * np.sum((x - 0.5) ** 2, axis=1))
+
+    def f5(x):
+        return np.exp(-10.0 * np.sum(np.abs(x - 0.5), axis=1))
+
+    def f6(x):
+        i = np.arange(1.0, x.shape[1] + 1)
+        return np.where(np.all(x < (3.0 + i) / 10.0, axis=1), np.exp(x @ (i + 4.0)), 0.0)
+
+    def f7(x):
+        return np.sum(x * x, axis=1) ** 11
+
+    return {"f1": f1, "f2": f2, "f3": f3, "f4": f4, "f5": f5, "f6": f6, "f7": f7}[name[:2]]
+
+
+def _row(case, method, rtol, value, error, evaluations, seconds, compile_seconds, device,
+         converged, status):
+    return {
+        "case": case.name, "method": method, "rtol": rtol, "value": float(value),
+        "error": float(error), "true_error": abs(float(value) - case.exact),
+        "evaluations": int(evaluations), "seconds": seconds,
+        "compile_seconds": compile_seconds,
+        "evals_per_s": evaluations / max(seconds, 1e-12), "device": device,
+        "converged": bool(converged), "status": status,
+    }
+
+
+def _engine_rows(case, rtols, max_evals, device):
+    rows = []
+    for name, mod in (("pagani", pagani), ("cubature", cubature)):
+        kw = {"relerr_filtering": False} if (mod is pagani and case.sign_changing) else {}
+        for rtol in rtols:
+            args = (case.f, np.zeros(case.ndim), np.ones(case.ndim))
+            warm = mod.integrate_box(*args, rtol=rtol, max_evals=max_evals, **kw)
+            r = mod.integrate_box(*args, rtol=rtol, max_evals=max_evals, **kw)
+            rows.append(_row(case, name, rtol, r.value, r.error, r.evaluations, r.seconds,
+                             warm.seconds, device, r.converged, r.status))
+            if not r.converged:
+                break
+    return rows
+
+
+def _scipy_row(case, rtol, max_subdivisions=20_000):
+    try:
+        from scipy.integrate import cubature as scipy_cubature
+    except ImportError:
+        return None
+    f = _numpy_version(case.name)
+    t0 = time.perf_counter()
+    r = scipy_cubature(f, np.zeros(case.ndim), np.ones(case.ndim), rule="genz-malik",
+                       rtol=rtol, atol=0, max_subdivisions=max_subdivisions)
+    seconds = time.perf_counter() - t0
+    # scipy splits a region into 2^d children per subdivision
+    evaluations = n_points(case.ndim) * (1 + 2**case.ndim * int(r.subdivisions))
+    return _row(case, "scipy.cubature", rtol, r.estimate, r.error, evaluations, seconds, 0.0,
+                "cpu", r.status == "converged", r.status)
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows: case, method, rtol, value, error, true_error, evaluations, seconds,
+    compile_seconds, evals_per_s, device, converged, status."""
+    device = jax.devices()[0].platform
+    max_evals = _budget(quick)
+    rows = []
+    for case in genz_suite():
+        if quick and case.name not in QUICK:
+            continue
+        rtols = QUICK[case.name] if quick else RTOLS
+        rows += _engine_rows(case, rtols, max_evals, device)
+        for rtol in rtols:
+            if case.ndim > 5 or rtol < 1e-6 or (quick and rtol < 1e-3):
+                continue
+            row = _scipy_row(case, rtol)
+            if row is None:
+                break
+            rows.append(row)
+            if not row["converged"]:
+                break
+    return rows

@@ -1,0 +1,172 @@
+"""Benchmark rows for the sampling engines: Monte Carlo (``mc``) and lattice QMC (``qmc``).
+
+Cases (DESIGN section 6; seed 000 chapter 3 and appendix C):
+
+- ``table51`` (seed 000 Table 5.1, 6-D two-loop integrand, reference 8.5351398153893e-2):
+  MC at N = 4e10 evaluations (the seed's largest useful N; quick: 1e7) in float64 and in
+  float32 (float32 points and integrand, float64 sums); QMC to rtol 1e-8 (quick: 1e-5).
+- the stochastic-geometry integrals (``geometry_suite``) by MC to rtol 1e-4 (quick: 1e-2);
+  the cube is sampled without antithetic variates (its integrand has ``f(u) = f(1 - u)``).
+- ``f1_8d`` and ``f3_8d`` (seed 001) by QMC to rtol 1e-6 (quick: 1e-1 and 1e-2) within
+  2e10 evaluations; lattices up to 2^24 points, then more shifts.  (On a CPU, 2^20-point
+  lattices give relative errors ~1e-1 and ~1e-3 for these two: 1e-6 may not be reached.)
+- ``table51 plain JAX``: the throughput of the bare integrand, ``table51`` on 2^24
+  ``jax.random.uniform`` points per step, summed in a jitted loop -- the ceiling the engines'
+  evaluations/s can be compared with.
+
+Every engine case runs twice: the first run compiles (and builds lattice vectors); its wall
+time minus the second's is ``compile_seconds``; ``seconds`` and ``evals_per_s`` are the second
+run's.  ``device`` is ``jax.devices()[0].platform``.
+
+    python -m loopint.bench.sampling_cases [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import loopint  # noqa: F401  (x64)
+from ..engines import mc, qmc
+from ..testfunctions import TABLE51_REFERENCE, genz_suite, geometry_suite, table51
+
+
+def _device() -> str:
+    return jax.devices()[0].platform
+
+
+def _row(case, method, precision, r, exact, seconds, compile_seconds, **extra):
+    value = float(np.real(r.value))
+    return {"case": case, "method": method, "precision": precision, "value": value,
+            "error": float(np.real(r.error)),
+            "true_error": None if exact is None else abs(value - exact),
+            "evaluations": int(r.evaluations), "seconds": seconds,
+            "compile_seconds": max(compile_seconds, 0.0),
+            "evals_per_s": r.evaluations / max(seconds, 1e-12), "device": _device(),
+            "converged": bool(r.converged), "status": r.status, **extra}
+
+
+def _twice(fn):
+    """Run ``fn`` twice; return the second result, its wall time and the warm-up excess."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    r = fn()
+    second = time.perf_counter() - t0
+    return r, second, first - second
+
+
+def _mc_fixed_n(f, ndim, n, precision, chunk):
+    """MC with exactly ``n`` evaluations (the tolerance is out of reach on purpose)."""
+    def go():
+        return mc.integrate_box(f, [0] * ndim, [1] * ndim, rtol=1e-15, atol=0.0, max_evals=n,
+                                n_start=n, chunk_size=chunk, precision=precision)
+    # warm-up on one chunk: the loop over chunks is compiled once for any number of chunks
+    t0 = time.perf_counter()
+    mc.integrate_box(f, [0] * ndim, [1] * ndim, rtol=1e-15, max_evals=chunk, n_start=chunk,
+                     chunk_size=chunk, precision=precision)
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    r = go()
+    return r, time.perf_counter() - t0, compile_s
+
+
+def plain_jax_throughput(batch_log2: int = 24, steps: int = 16, precision: str = "float64") -> dict:
+    """``table51`` on ``2^batch_log2`` uniform points per step, summed in a jitted loop."""
+    dtype = jnp.float64 if precision == "float64" else jnp.float32
+    batch = 2**batch_log2
+
+    @jax.jit
+    def run(key):
+        def body(i, acc):
+            u = jax.random.uniform(jax.random.fold_in(key, i), (batch, 6), dtype=dtype)
+            return acc + jnp.sum(table51(u).astype(jnp.float64))
+        return jax.lax.fori_loop(0, steps, body, jnp.zeros((), jnp.float64))
+
+    t0 = time.perf_counter()
+    run(jax.random.key(0)).block_until_ready()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    total = float(run(jax.random.key(1)).block_until_ready())
+    sec = time.perf_counter() - t0
+    n = batch * steps
+    return {"case": "table51 plain JAX", "method": "jax.random + sum", "precision": precision,
+            "value": total / n, "error": None, "true_error": abs(total / n - TABLE51_REFERENCE),
+            "evaluations": n, "seconds": sec, "compile_seconds": max(compile_s - sec, 0.0),
+            "evals_per_s": n / sec, "device": _device(), "converged": None}
+
+
+def run(quick: bool = False) -> list[dict]:
+    """All rows (module docstring); ``quick`` shrinks every case to seconds on a CPU."""
+    rows: list[dict] = []
+    gpu = _device() != "cpu"
+    chunk = 2**24 if gpu else 2**20
+    max_log2 = 24 if (gpu and not quick) else 22
+
+    # Table 5.1 by MC at fixed N
+    n_mc = 10**7 if quick else 4 * 10**10
+    for precision in ("float64", "float32"):
+        r, sec, comp = _mc_fixed_n(table51, 6, n_mc, precision, chunk)
+        rows.append(_row("table51", "mc", precision, r, TABLE51_REFERENCE, sec, comp,
+                         rng=r.info["rng"], antithetic=True))
+
+    # Table 5.1 by QMC
+    rtol = 1e-5 if quick else 1e-8
+    r, sec, comp = _twice(lambda: qmc.integrate_box(
+        table51, [0] * 6, [1] * 6, rtol=rtol, max_evals=10**11, chunk_size=chunk,
+        max_log2=max_log2))
+    rows.append(_row("table51", "qmc", "float64", r, TABLE51_REFERENCE, sec, comp, rtol=rtol,
+                     n=r.info["n"], shifts=r.info["shifts"]))
+
+    # stochastic geometry by MC
+    rtol = 1e-2 if quick else 1e-4
+    for case in geometry_suite():
+        anti = case.name != "cube_tetrahedron_12d"
+        r, sec, comp = _twice(lambda: mc.integrate_box(
+            case.f, [0] * case.ndim, [1] * case.ndim, rtol=rtol, max_evals=2 * 10**11,
+            n_start=2**24 if gpu else 2**16, chunk_size=chunk, antithetic=anti))
+        rows.append(_row(case.name, "mc", "float64", r, case.exact, sec, comp, rtol=rtol,
+                         antithetic=anti))
+
+    # f1, f3 (8-D) by QMC
+    genz = {c.name: c for c in genz_suite()}
+    for name, rq in (("f1_8d", 1e-1), ("f3_8d", 1e-2)):
+        case = genz[name]
+        rtol = rq if quick else 1e-6
+        r, sec, comp = _twice(lambda: qmc.integrate_box(
+            case.f, [0] * 8, [1] * 8, rtol=rtol, max_evals=(10**8 if quick else 2 * 10**10),
+            chunk_size=chunk, max_log2=max_log2))
+        rows.append(_row(name, "qmc", "float64", r, case.exact, sec, comp, rtol=rtol,
+                         n=r.info["n"], shifts=r.info["shifts"]))
+
+    # the bare integrand's throughput
+    for precision in ("float64", "float32"):
+        rows.append(plain_jax_throughput(24, 1 if quick else 32, precision))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    rows = run(quick=args.quick)
+    for r in rows:
+        print("  ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in r.items() if k != "status"), flush=True)
+        if r.get("converged") is False:
+            print("    status:", r.get("status"))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

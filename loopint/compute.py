@@ -1,0 +1,449 @@
+"""``loopint.compute``: a loop integral at one or many kinematic points, with an honest error.
+
+The regulator driver of the Direct Computation Method (seed 000, sections 4.2-4.4):
+
+* Each kinematic point is classified by the diagram layer (:func:`loopint.diagram.classify_F`).
+  Where F has one sign on the simplex the integral is computed directly at delta = 0.
+* Elsewhere (F vanishes inside the simplex) the integrand is regulated, F -> F - i delta U, and
+  I(delta_j) is computed for delta_j = delta_0 q^-j (q = 1.2 by default).  All deltas of a step
+  are one vector integrand, so they share the evaluations of U and F.  Wynn's epsilon
+  algorithm (:mod:`extrapolation`) extrapolates real and imaginary parts to delta -> 0; the
+  sequence grows two terms at a time until the extrapolation meets the tolerance or
+  ``delta_terms`` is reached.
+* delta_0 is scaled to the problem: delta_0 = ``delta0_factor`` (default 1) times the mean of
+  |F|/U over 4096 points of the simplex (a Sobol'-free deterministic grid of the sequential map),
+  so that the first regulated integral smooths the Landau singularity on the scale of F
+  itself; ``[regulator] delta = <number>`` overrides it.
+* Each I(delta_j) is computed to ``rtol * delta_rtol_factor`` (default 1/20), since the
+  extrapolation amplifies the errors of the terms; the error it reports includes their
+  propagation (see :func:`extrapolation.wynn_epsilon`).
+
+After each step the partial table is written atomically to the checkpoint file (if one is
+given) and ``resume=True`` continues from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import jax
+import numpy as np
+import sympy
+
+from . import __version__
+from .diagram import Diagram, Region, classify_coefficients
+from .engines.base import IntegrationResult, _jsonable
+from .integrate import engine_module
+from .lower import Integrand
+from .problem import Problem, Settings, check_kinematics, validate_settings
+
+log = logging.getLogger(__name__)
+
+DELTA_RTOL_FACTOR = 0.05
+DELTA_STEP = 4   # deltas per engine call: a fixed vector width, so one compilation serves all
+
+
+@dataclass
+class Result:
+    """A computed loop integral.
+
+    value / error: complex number (or array over kinematic points); ``error.real`` and
+        ``error.imag`` bound the errors of the real and imaginary parts.
+    converged: True only when every point met the tolerance; ``status`` says why not.
+    table: per-delta history of the regulator sequence (empty for delta = 0): rows of
+        ``{"delta", "value", "error", "evaluations", "seconds"}``.
+    """
+
+    value: Any
+    error: Any
+    converged: bool
+    status: str
+    method: str
+    prefactor: str
+    delta: Any
+    evaluations: int
+    seconds: float
+    device: str
+    diagram: str
+    kinematics: dict
+    settings: dict
+    region: Any
+    table: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    version: str = __version__
+
+    def __repr__(self) -> str:
+        v, e = np.atleast_1d(self.value), np.atleast_1d(self.error)
+        if v.size == 1:
+            val = (f"({v[0].real:.10g} ± {abs(e[0].real):.2g}) + "
+                   f"({v[0].imag:.10g} ± {abs(e[0].imag):.2g})i")
+        else:
+            val = f"{v.size} kinematic points"
+        return (f"Result({val}; {self.status}; method={self.method}, "
+                f"{self.evaluations:.3g} evaluations, {self.seconds:.3g} s)")
+
+    def to_dict(self) -> dict:
+        """Everything needed to reproduce the run, as plain JSON types (complex -> [re, im])."""
+        d = {k: getattr(self, k) for k in (
+            "value", "error", "converged", "status", "method", "prefactor", "delta",
+            "evaluations", "seconds", "device", "diagram", "kinematics", "settings", "region",
+            "table", "info", "version")}
+        return _jsonable(d)
+
+
+def device_name() -> str:
+    d = jax.devices()[0]
+    return f"{d.platform}:{getattr(d, 'device_kind', '')}".rstrip(":")
+
+
+def _prefactor_value(diagram: Diagram, convention: str) -> complex:
+    return complex(sympy.N(diagram.prefactor(convention), 20))
+
+
+def _choose_method(settings: Settings, ndim: int, regulated: bool) -> str:
+    if settings.method != "auto":
+        return settings.method
+    if regulated or ndim <= 3:
+        return "iterated"
+    return "cubature" if ndim <= 6 else "qmc"
+
+
+def _choose_domain(settings: Settings, method: str) -> str:
+    if method == "iterated":
+        if settings.domain not in ("auto", "simplex"):
+            raise ValueError("the iterated engine integrates over the simplex directly: "
+                             f"domain {settings.domain!r} is not available for it")
+        return "simplex"
+    if settings.domain == "simplex":
+        raise ValueError(f"domain 'simplex' needs method 'iterated' (got {method!r})")
+    return "sequential" if settings.domain == "auto" else settings.domain
+
+
+def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
+                domain: str) -> IntegrationResult:
+    mod = engine_module(method)
+    kw: dict = dict(rtol=rtol, atol=atol, max_evals=int(settings.max_evals))
+    if method in ("qmc", "mc"):
+        kw["seed"] = settings.seed
+    if settings.precision != "float64":
+        kw["precision"] = settings.precision
+    if method == "iterated":
+        return mod.integrate(f, ndim, domain="simplex", **kw)
+    return mod.integrate_box(f, np.zeros(ndim), np.ones(ndim), **kw)
+
+
+def _regions(integrand: Integrand, kin: np.ndarray) -> list[Region]:
+    """Classify every kinematic point from F's coefficients (vectorized over points)."""
+    coefs = integrand.F_coefficients(kin)
+    expo = integrand.F_exponents
+    return [classify_coefficients(expo, coefs[k]) for k in range(kin.shape[0])]
+
+
+def _delta_scale(integrand: Integrand, kin: np.ndarray) -> np.ndarray:
+    """Mean of |F|/U over a deterministic set of simplex points, per kinematic point."""
+    n = 4096
+    d = integrand.ndim
+    # a rank-1 lattice in the cube, mapped to the simplex (any well spread set would do)
+    z = np.array([1, 1571, 2989, 4001, 5393, 6661, 7919, 9001, 10007, 11003][:d] + [13] * max(0, d - 10))
+    u = ((np.arange(n)[:, None] * z[None, :]) % n + 0.5) / n
+    from .maps import simplex_from_cube
+    x, _ = simplex_from_cube(jax.numpy.asarray(u))
+    U, F = integrand.polynomials(x, kin)
+    return np.mean(np.abs(np.asarray(F)) / np.asarray(U), axis=0)
+
+
+def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = None, *,
+            settings: Settings | None = None, progress: Callable[[dict], None] | None = None,
+            checkpoint: str | None = None, resume: bool = False, **overrides) -> Result:
+    """Compute a loop integral (DESIGN section 4.4).
+
+    Args:
+        target: a :class:`~loopint.problem.Problem` (e.g. from :func:`loopint.load`) or a
+            :class:`~loopint.diagram.Diagram`.
+        kinematics: symbol -> number or 1-D array (arrays give a batched scan, one vector
+            integrand over all points).  Required for a Diagram; replaces a Problem's values.
+        settings: a :class:`~loopint.problem.Settings`; keyword overrides such as
+            ``method="qmc"``, ``rtol=1e-8``, ``delta=0.5``, ``prefactor="none"`` apply on top.
+        progress: called with a dict after each step (used by the CLI); no printing otherwise.
+        checkpoint: file for the partial delta-table (written atomically after each step);
+            ``resume=True`` continues from it.
+
+    Returns:
+        :class:`Result` (value, error, converged, status, table, ...).
+    """
+    t_start = time.perf_counter()
+    if isinstance(target, Diagram):
+        if kinematics is None and target.kinematic_symbols:
+            raise ValueError(f"kinematics: values needed for {list(target.kinematic_symbols)}")
+        problem = Problem(target, check_kinematics(target, kinematics or {}))
+    elif isinstance(target, Problem):
+        problem = target
+        if kinematics is not None:
+            problem = Problem(target.diagram, check_kinematics(target.diagram, kinematics),
+                              target.settings, target.reference, target.path)
+    else:
+        raise TypeError(f"compute() needs a Problem or a Diagram, got {type(target).__name__}")
+    base = settings or problem.settings
+    s = validate_settings({**base.to_dict(), **{k: v for k, v in overrides.items() if v is not None}})
+    diagram = problem.diagram
+    batched = any(np.ndim(v) for v in problem.kinematics.values())
+
+    probe = Integrand(diagram, domain="simplex", precision="float64")
+    kin = probe.kinematics_array(problem.kinematics)
+    K = kin.shape[0]
+    if s.delta == "auto":
+        regions = _regions(probe, kin)
+    elif s.delta == 0:
+        regions = [Region("euclidean" if r.kind == "euclidean" else "forced",
+                          "delta = 0 requested", r.method) for r in _regions(probe, kin)]
+    else:
+        regions = [Region("physical", f"delta sequence requested (delta0 = {s.delta})")] * K
+
+    prefactor = _prefactor_value(diagram, s.prefactor)
+    value = np.zeros(K, complex)
+    error = np.zeros(K, complex)
+    point_ok = np.zeros(K, bool)
+    statuses: list[str] = [""] * K
+    evaluations = 0
+    table: list = []
+    methods = set()
+    deltas_used: Any = 0.0
+    info: dict = {}
+
+    direct = [k for k in range(K) if regions[k].kind != "physical"]
+    regulated = [k for k in range(K) if regions[k].kind == "physical"]
+    ndim = probe.ndim
+
+    if direct:
+        method = _choose_method(s, ndim, regulated=False)
+        methods.add(method)
+        domain = _choose_domain(s, method)
+        ig = Integrand(diagram, domain=domain, transform=_transform_for(s, method, domain),
+                       precision=s.precision)
+        real = all(regions[k].kind == "euclidean" for k in direct)
+        f = ig.bind(kin[direct], [0.0], real=real)
+        r = _run_engine(method, f, ndim, s, s.rtol, s.atol / max(abs(prefactor), 1e-300), domain)
+        v = np.atleast_1d(np.asarray(r.value)).astype(complex)
+        e = np.atleast_1d(np.asarray(r.error)).astype(complex)
+        value[direct] = v * prefactor
+        error[direct] = _scale_error(e, prefactor)
+        point_ok[direct] = r.converged
+        for k in direct:
+            statuses[k] = r.status
+        evaluations += r.evaluations
+        info["direct"] = {"method": method, "domain": domain, "status": r.status,
+                          "engine_info": _jsonable(r.info)}
+        if progress:
+            progress({"stage": "direct", "value": value[direct], "error": error[direct],
+                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
+
+    if regulated:
+        method = _choose_method(s, ndim, regulated=True)
+        methods.add(method)
+        domain = _choose_domain(s, method)
+        ig = Integrand(diagram, domain=domain, transform=_transform_for(s, method, domain),
+                       precision=s.precision)
+        out = _delta_sequence(ig, kin[regulated], s, method, domain, prefactor, progress,
+                              checkpoint, resume, problem, t_start)
+        value[regulated] = out["value"]
+        error[regulated] = out["error"]
+        point_ok[regulated] = out["converged"]
+        for i, k in enumerate(regulated):
+            statuses[k] = out["status"][i]
+        evaluations += out["evaluations"]
+        table = out["table"]
+        deltas_used = out["deltas"]
+        info["regulated"] = {"method": method, "domain": domain, "delta0": out["delta0"],
+                             "extrapolation": out["extrapolation"]}
+
+    converged = bool(np.all(point_ok))
+    if converged:
+        status = "converged"
+    else:
+        bad = sorted({st for st, ok in zip(statuses, point_ok) if not ok})
+        status = "; ".join(bad) if not batched else (
+            f"{int(np.count_nonzero(~point_ok))} of {K} points not converged: " + "; ".join(bad[:3]))
+    result = Result(
+        value=value if batched else complex(value[0]),
+        error=error if batched else complex(error[0]),
+        converged=converged, status=status, method="+".join(sorted(methods)),
+        prefactor=s.prefactor, delta=deltas_used, evaluations=int(evaluations),
+        seconds=time.perf_counter() - t_start, device=device_name(), diagram=diagram.name,
+        kinematics={k: _jsonable(v) for k, v in problem.kinematics.items()},
+        settings=s.to_dict(),
+        region=[r.kind for r in regions] if batched else regions[0].kind,
+        table=table, info={**info, "point_converged": point_ok.tolist() if batched else None,
+                           "region_method": [r.method for r in regions][:1 if not batched else K]})
+    return result
+
+
+def _transform_for(s: Settings, method: str, domain: str) -> str:
+    if domain == "simplex":
+        return "none"
+    return s.transform
+
+
+def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
+    """Errors of (re, im) of v*p from errors (re, im) of v (triangle inequality)."""
+    pr, pi = abs(prefactor.real), abs(prefactor.imag)
+    er, ei = np.abs(e.real), np.abs(e.imag)
+    return (pr * er + pi * ei) + 1j * (pi * er + pr * ei)
+
+
+def _fingerprint(problem: Problem, s: Settings, delta0: np.ndarray, method: str) -> str:
+    blob = json.dumps({"U": str(problem.diagram.U), "F": str(problem.diagram.F),
+                       "kin": _jsonable(problem.kinematics), "settings": s.to_dict(),
+                       "delta0": _jsonable(delta0), "method": method}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def write_json_atomic(path: str, obj: Any) -> None:
+    """Write JSON to ``path`` atomically (temporary file in the same folder, then rename)."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(_jsonable(obj), fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, domain: str,
+                    prefactor: complex, progress, checkpoint, resume, problem, t_start) -> dict:
+    from extrapolation.wynn import wynn_epsilon
+
+    P = kin.shape[0]
+    if s.delta == "auto":
+        delta0 = np.full(P, float(np.max(_delta_scale(ig, kin))))
+    else:
+        delta0 = np.full(P, float(s.delta))
+    # one delta sequence for all points of a batch (they share the vector integrand): the
+    # largest scale, so every point starts well regulated.
+    d0 = float(delta0[0])
+    q = s.delta_q
+    all_deltas = d0 * q ** -np.arange(s.delta_terms, dtype=float)
+    rtol_i = max(s.rtol * DELTA_RTOL_FACTOR, 1e-13)
+    atol_i = s.atol * DELTA_RTOL_FACTOR / max(abs(prefactor), 1e-300)
+    fp = _fingerprint(problem, s, delta0, method)
+    vals: list = []    # per delta: complex [P]
+    errs: list = []
+    rows: list = []
+    if resume and checkpoint and os.path.exists(checkpoint):
+        with open(checkpoint) as fh:
+            saved = json.load(fh)
+        if saved.get("fingerprint") != fp:
+            raise ValueError(f"{checkpoint}: checkpoint belongs to another problem or settings; "
+                             "remove it or run without --resume")
+        for row in saved["rows"]:
+            rows.append(row)
+            vals.append(_complex_arr(row["bare_value"]))
+            errs.append(_complex_arr(row["bare_error"]))
+        log.info("resumed %d delta terms from %s", len(rows), checkpoint)
+    evaluations = sum(int(r["evaluations"]) for r in rows)
+    status = ["extrapolation not converged"] * P
+    ext = None
+    n = len(rows)
+    while n < s.delta_terms:
+        step = min(DELTA_STEP, s.delta_terms - n)
+        ds = all_deltas[n:n + step]
+        if step < DELTA_STEP:   # pad to the fixed width (same compiled kernels), drop afterwards
+            ds = np.concatenate([ds, np.full(DELTA_STEP - step, ds[-1])])
+        t0 = time.perf_counter()
+        f = ig.bind(kin, ds, real=False)
+        r = _run_engine(method, f, ig.ndim, s, rtol_i, atol_i, domain)
+        dt = time.perf_counter() - t0
+        v = np.asarray(r.value).reshape(P, -1)[:, :step]
+        e = np.asarray(r.error).reshape(P, -1)[:, :step]
+        evaluations += r.evaluations
+        for j in range(step):
+            vals.append(v[:, j])
+            errs.append(e[:, j])
+            rows.append({"delta": float(ds[j]), "bare_value": v[:, j], "bare_error": e[:, j],
+                         "value": v[:, j] * prefactor, "error": _scale_error(e[:, j], prefactor),
+                         "evaluations": int(r.evaluations) if j == 0 else 0,
+                         "seconds": dt if j == 0 else 0.0, "engine_status": r.status})
+        n = len(rows)
+        if checkpoint:
+            write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
+        ext = _extrapolate(np.array(vals), np.array(errs), s, prefactor, wynn_epsilon)
+        if progress:
+            progress({"stage": "delta", "n": n, "delta": float(ds[-1]),
+                      "value": ext["value"] * prefactor, "error": _scale_error(ext["error"], prefactor),
+                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
+        if n >= s.delta_min_terms and np.all(ext["converged"]):
+            break
+    engine_ok = all(r_["engine_status"] == "converged" for r_ in rows)
+    conv = ext["converged"] & engine_ok
+    for i in range(P):
+        if conv[i]:
+            status[i] = "converged"
+        elif not engine_ok:
+            bad = next(r_["engine_status"] for r_ in rows if r_["engine_status"] != "converged")
+            status[i] = f"an I(delta) integral did not converge ({bad})"
+        else:
+            status[i] = (f"extrapolation not converged after {n} delta terms "
+                         f"({ext['status'][i]})")
+    return {"value": ext["value"] * prefactor, "error": _scale_error(ext["error"], prefactor),
+            "converged": conv, "status": status, "evaluations": evaluations,
+            "table": rows, "deltas": [float(r_["delta"]) for r_ in rows], "delta0": d0,
+            "extrapolation": {"status": list(map(str, ext["status"])),
+                              "n_terms": n}}
+
+
+def _complex_arr(x) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    return a[..., 0] + 1j * a[..., 1]
+
+
+def _cplx(re, im) -> np.ndarray:
+    """Complex array from real and imaginary parts without inf * 1j = nan surprises."""
+    re, im = np.broadcast_arrays(np.asarray(re, float), np.asarray(im, float))
+    z = np.empty(re.shape, complex)
+    z.real, z.imag = re, im
+    return z
+
+
+def _extrapolate(vals: np.ndarray, errs: np.ndarray, s: Settings, prefactor, wynn) -> dict:
+    """Wynn epsilon on real and imaginary parts of every point's sequence I(delta_j).
+
+    Error model: the epsilon algorithm's own estimate (the spread of successive extrapolants,
+    as QUADPACK's DQELG) plus the largest integration error of the terms used.  The term
+    errors are not propagated through the (large, ~1e6) amplification factor of the
+    epsilon table: all I(delta_j) come from one adaptive rule on one subdivision, so their
+    errors are a smooth function of delta that the extrapolation treats like the integrand
+    itself, not independent noise; the spread of successive extrapolants measures what is
+    left of them (tests/test_compute.py checks honesty against closed forms).
+    """
+    rtol = s.rtol
+    atol = s.atol / max(abs(prefactor), 1e-300)
+    re = wynn(vals.real, None, rtol=rtol, atol=atol)
+    im = wynn(vals.imag, None, rtol=rtol, atol=atol)
+    floor_re = np.max(np.abs(errs.real), axis=0)
+    floor_im = np.max(np.abs(errs.imag), axis=0)
+    value = _cplx(re.value, im.value)
+    error = _cplx(np.asarray(re.error) + floor_re, np.asarray(im.error) + floor_im)
+    mag = np.abs(value)
+    tol = np.maximum(atol, rtol * mag)
+    with np.errstate(invalid="ignore"):
+        converged = np.hypot(error.real, error.imag) <= tol
+    # each part must also have behaved regularly (its own status), unless it is negligible
+    for res, err in ((re, error.real), (im, error.imag)):
+        regular = np.isin(np.asarray(res.status), ["converged", "tolerance_not_met"])
+        converged &= regular | (np.abs(err) <= 0.5 * tol)
+    status = np.where(converged, "converged",
+                      np.asarray([f"re: {a}; im: {b}" for a, b in
+                                  zip(np.atleast_1d(re.status), np.atleast_1d(im.status))]))
+    return {"value": value, "error": error, "converged": converged, "status": status}

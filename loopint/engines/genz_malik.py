@@ -1,0 +1,623 @@
+"""The Genz–Malik degree-7 cubature rule with its embedded degree-5 rule, as data.
+
+Rule (Genz & Malik 1980, "An adaptive algorithm for numerical integration over an
+n-dimensional rectangular region", J. Comput. Appl. Math. 6, 295–302).  On the cube
+``[-1, 1]^n`` the degree-7 rule uses five fully symmetric generators
+
+    G1 = (0, ..., 0)                      1 point
+    G2 = (±λ2, 0, ..., 0)                 2n points        λ2 = sqrt(9/70)
+    G3 = (±λ3, 0, ..., 0)                 2n points        λ3 = sqrt(9/10)
+    G4 = (±λ4, ±λ4, 0, ..., 0)            2n(n-1) points   λ4 = sqrt(9/10)
+    G5 = (±λ5, ..., ±λ5)                  2^n points       λ5 = sqrt(9/19)
+
+so ``N(n) = 2^n + 2n^2 + 2n + 1`` points.  Weights relative to the volume (they sum to 1):
+
+    degree 7:  w1 = (12824 - 9120 n + 400 n^2)/19683, w2 = 980/6561,
+               w3 = (1820 - 400 n)/19683, w4 = 200/19683, w5 = 6859/(19683 · 2^n)
+    degree 5:  w1 = (729 - 950 n + 50 n^2)/729, w2 = 245/486,
+               w3 = (265 - 100 n)/1458, w4 = 25/729, w5 = 0
+
+The degree-5 rule reuses the points of G1–G4, so the basic error estimate
+``|I7 - I5|`` costs nothing extra.  It is a (usually pessimistic) estimate of the error of
+``I7``; the two-level refinement below sharpens it.
+
+Split axis (Genz & Malik 1980, section 3): the axis ``i`` with the largest fourth divided
+difference
+
+    D_i = | f(c+λ2 h_i e_i) + f(c-λ2 h_i e_i) - 2 f(c)
+            - (λ2/λ3)^2 [f(c+λ3 h_i e_i) + f(c-λ3 h_i e_i) - 2 f(c)] |,
+
+which cancels the second derivative and measures the fourth along that axis; these values
+are already part of the rule.  When every ``D_i`` is at round-off level the longest axis is
+split (as Cuhre/DCUHRE do).  For vector integrands ``D_i`` is summed over the components,
+each weighted by the inverse of its tolerance target (``component_weights``), so the axis
+that matters most for the component furthest from its tolerance wins.
+
+Two-level error (Berntsen, Espelid & Genz 1991, ACM TOMS 17, 437–451, as used in Cuhre and
+in seed 001 section 3.2): when a parent ``P`` is bisected into siblings ``L, R``,
+
+    δ = |I_L + I_R - I_P| / 4,     c = 1 + 2 δ / (E_L + E_R),
+    E_L ← c·E_L + δ,               E_R ← c·E_R + δ,
+
+so a feature that the parent's rule saw but the children's rules miss still shows in the
+children's errors (:func:`two_level_error`).
+
+Everything here is a pure function of arrays: :func:`apply_rule` evaluates the rule on a batch
+of regions with one integrand call on all ``R·N`` points; :func:`evaluate_regions` drives it
+over a fixed-size region buffer in chunks (bounded memory, one compiled shape per buffer
+size) inside the jitted steps of :mod:`loopint.engines.cubature` and
+:mod:`loopint.engines.pagani`, which share the buffer-size ladder :func:`capacity_for`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import normalize_integrand
+
+
+LAMBDA2 = math.sqrt(9 / 70)
+LAMBDA3 = math.sqrt(9 / 10)
+LAMBDA4 = math.sqrt(9 / 10)
+LAMBDA5 = math.sqrt(9 / 19)
+FOURTH_DIFF_RATIO = LAMBDA2**2 / LAMBDA3**2   # = 1/7, (inner/outer axial generator)^2
+
+
+def n_points(ndim: int) -> int:
+    """Points of the degree-7 rule in ``ndim`` dimensions: ``2^n + 2n^2 + 2n + 1``."""
+    return 2**ndim + 2 * ndim**2 + 2 * ndim + 1
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GenzMalikRule:
+    """Nodes and weights of the Genz–Malik 7/5 pair on ``[-1, 1]^n`` (numpy, float64).
+
+    Attributes:
+        ndim: dimension ``n``.
+        nodes: ``(N, n)`` generator points; the first ``4n + 1`` rows are the centre, then
+            ``+λ2 e_i``, ``-λ2 e_i``, ``+λ3 e_i``, ``-λ3 e_i`` (``i = 0..n-1``), which the
+            fourth differences use.
+        weights7: ``(N,)`` degree-7 weights relative to the volume (sum 1).
+        weights5: ``(N,)`` embedded degree-5 weights (zero on G5; sum 1).
+    """
+
+    ndim: int
+    nodes: np.ndarray
+    weights7: np.ndarray
+    weights5: np.ndarray
+    name = "genz_malik"
+    degree = 7
+
+    @property
+    def n_points(self) -> int:
+        return self.nodes.shape[0]
+
+    @property
+    def fourth_difference(self) -> tuple[int, int, float]:
+        """``(inner, outer, r)``: axial generator sets used by the fourth difference.
+
+        Axial set ``k`` occupies rows ``1 + 2kn + i`` (``+λ e_i``) and ``1 + (2k+1)n + i``
+        (``-λ e_i``); ``r = (λ_inner/λ_outer)^2``.  Here λ2 (set 0) and λ3 (set 1).
+        """
+        return 0, 1, FOURTH_DIFF_RATIO
+
+    def estimate(self, vals: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Average and error per unit volume from values ``(R, N, M)``: ``(I7, |I7 - I5|)``."""
+        w7 = jnp.asarray(self.weights7, vals.dtype)[None, :, None]
+        dw = jnp.asarray(self.weights7 - self.weights5, vals.dtype)[None, :, None]
+        return jnp.sum(vals * w7, axis=1), jnp.abs(jnp.sum(vals * dw, axis=1))
+
+    def integrate(self, f: Callable[[np.ndarray], np.ndarray], lower, upper) -> tuple[float, float]:
+        """Apply both rules to one box with a numpy/JAX ``f(x[N, n]) -> [N]``: ``(I7, I5)``."""
+        lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+        c, h = (hi + lo) / 2, (hi - lo) / 2
+        vals = np.asarray(f(c + h * self.nodes), dtype=float)
+        vol = float(np.prod(hi - lo))
+        return vol * float(self.weights7 @ vals), vol * float(self.weights5 @ vals)
+
+
+@functools.lru_cache(maxsize=None)
+def genz_malik(ndim: int) -> GenzMalikRule:
+    """Build the Genz–Malik 7/5 rule for ``ndim >= 1`` (cached; arrays are read-only).
+
+    ``ndim = 1`` gives a valid 7-point degree-7 rule too (the G4 generator is empty), though
+    Gauss–Kronrod is the better choice in one dimension.
+    """
+    n = int(ndim)
+    if n < 1:
+        raise ValueError(f"ndim must be >= 1, got {ndim}")
+    eye = np.eye(n)
+    rows = [np.zeros((1, n)),
+            LAMBDA2 * eye, -LAMBDA2 * eye,
+            LAMBDA3 * eye, -LAMBDA3 * eye]
+    pairs = []
+    for i, j in itertools.combinations(range(n), 2):
+        for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+            p = np.zeros(n)
+            p[i], p[j] = si * LAMBDA4, sj * LAMBDA4
+            pairs.append(p)
+    rows.append(np.array(pairs).reshape(-1, n))
+    rows.append(LAMBDA5 * np.array(list(itertools.product((1.0, -1.0), repeat=n))))
+    nodes = np.concatenate(rows, axis=0)
+
+    counts = (1, 2 * n, 2 * n, 2 * n * (n - 1), 2**n)
+    w7 = ((12824 - 9120 * n + 400 * n**2) / 19683, 980 / 6561, (1820 - 400 * n) / 19683,
+          200 / 19683, 6859 / 19683 / 2**n)
+    w5 = ((729 - 950 * n + 50 * n**2) / 729, 245 / 486, (265 - 100 * n) / 1458, 25 / 729, 0.0)
+    weights7 = np.concatenate([np.full(c, w) for c, w in zip(counts, w7)])
+    weights5 = np.concatenate([np.full(c, w) for c, w in zip(counts, w5)])
+    assert nodes.shape[0] == n_points(n) == weights7.size
+    for a in (nodes, weights7, weights5):
+        a.setflags(write=False)
+    return GenzMalikRule(ndim=n, nodes=nodes, weights7=weights7, weights5=weights5)
+
+
+# ---------------------------------------------------------------------------------------
+# Degree-9 rule with null rules (optional)
+
+# Generators in units of the full width (points at centre ± g·width), from Genz & Malik
+# (1983) as tabulated for DCUHRE (Berntsen, Espelid & Genz 1991, key 3) and Cuba's Cuhre.
+_G9 = (0.4779536579022695061928604197171830064732, 0.2030285873691198677998034402373279133258,
+       0.4476273546261781288207704806530998539285, 0.125,
+       0.3430378987808781457001426145164678603407)
+
+
+def _weights9(n: int) -> np.ndarray:
+    """``(9, 5)`` weights per generator set: basic degree-9 rule, then null rules of degree
+    7, 7, 5, 3 (DCUHRE's D09HRE constants, as polynomials in ``n``)."""
+    p = n * (n * (n * -.002361170967785511788400941242259231309691
+                  + .1141539002385732526821323741697655347686)
+             - .6383392007670238909386026193674701393074) + .7484998850468520800423030047583803945205
+    q = n * (n * (n * -.001432401703339912514196154599769007103671
+                  + .05747150786448972594860897296200006759892)
+             - .1422510457143424323449521620935950679394) + .06287502873828697998942424881040490136987
+    s = n * (n * .003541756451678267682601411863388846964536
+             - .07260936739589367960492815865074633743652) + .1055749162521899101218622863269817454540
+    t = n * (n * .002148602555009868771294231899653510655506
+             - .03226856389295394999786630399875134318006) + .01063678399023121748083624225818915724455
+    u = -.04508628929435784075980562738240804429658 * n + .2141588352435279340097929526588394300172
+    v = -.02735154652654564472203690086290223507436 * n + .05494106704871123410060080562462135546101
+    w = .01553241727660705326386197156586357005224 - .003541756451678267682601411863388846964536 * n
+    x = .003532809960709087023561817517751309380604 - .002148602555009868771294231899653510655506 * n
+    c = 2.0**-n
+    return np.array([
+        [p, q, .2545911332489590890011611142429070613156 * n - q,
+         n * (-1.207328566678236261002219995185143356737 * n + .8956736576416067650809467826488567200939) - 1 + p,
+         -.3647935698604914666100134551377381205297 * n + 1 - p],
+        [s, t, .01468910249614349017540783437728097691502 - t,
+         .5113470834646759143109387357149329909126 * n + .4597644812080634464633352781605214342691 + s,
+         .1823967849302457333050067275688690602649 - s],
+        [u, v, .1193759620257077529708962121565290178730 - v,
+         .6508951939192025059314756320878023215278 * n + .1474493982943446016775696826942585013243, -u],
+        [.05769338449097348357291272840392627722165, .03499962660214358382244159694487155861542,
+         -.05769338449097348357291272840392627722165, -1.386862771927828143599782668709014266770,
+         -.05769338449097348357291272840392627722165],
+        [0, 0, -.2386668732575008878964134721962088068396, 0, 0],
+        [w, x, -x, .09231719987444221619017126187763868745587 + w, -w],
+        [.02254314464717892037990281369120402214829, .01367577326327282236101845043145111753718,
+         -.01367577326327282236101845043145111753718, -.3254475969596012529657378160439011607639,
+         -.02254314464717892037990281369120402214829],
+        [.001770878225839133841300705931694423482268, .001074301277504934385647115949826755327753,
+         -.001074301277504934385647115949826755327753, .001770878225839133841300705931694423482268,
+         -.001770878225839133841300705931694423482268],
+        [.2515001149531479199576969952416196054795 * c, -.06287502873828697998942424881040490136987 * c,
+         .06287502873828697998942424881040490136987 * c, .2515001149531479199576969952416196054795 * c,
+         -.2515001149531479199576969952416196054795 * c]])
+
+
+ERROR_COEFFICIENTS = (5.0, 1.0, 5.0)    # DCUHRE/Cuba: ratio test, asymptotic and safe factors
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GenzMalik9Rule:
+    """Degree-9 fully symmetric rule with four null rules (Genz & Malik 1983; DCUHRE).
+
+    Points (``N = 1 + 8n + 6n(n-1) + 4n(n-1)(n-2)/3 + 2^n``): the centre, four axial
+    generators ``±a_k e_i``, ``(±a1, ±a1)`` and ``(±a1, ±a2)`` pairs, ``(±a1, ±a1, ±a1)``
+    triples and the ``2^n`` corners ``(±a5, ..., ±a5)``.  The basic rule integrates all
+    monomials of degree <= 9 exactly; null rules 1–4 (degrees 7, 7, 5, 3) integrate them to 0.
+
+    Error (Berntsen, Espelid & Genz 1991, DCUHRE's DRLHRE; as in Cuba's Cuhre and PAGANI):
+    for each pair of successive null rules, the normalised null rule of largest value in
+    their span, ``N_k``; if ``5 N_1 <= N_2`` and ``5 N_2 <= N_3`` (the null-rule values fall
+    off as for an integrand in its asymptotic range) the error is ``N_1``, else
+    ``5·max(N_1, N_2, N_3)``.  It is the standard choice of Cuhre and of seed 001.
+    """
+
+    ndim: int
+    nodes: np.ndarray        # (N, n) on [-1, 1]^n
+    sets: np.ndarray         # (N,) generator set of each point
+    set_weights: np.ndarray  # (9, 5)
+    scale: np.ndarray        # (9, 3) null-rule combinations, set s eliminated
+    norm: np.ndarray         # (9, 3) their inverse 1-norms
+    name = "dcuhre9"
+    degree = 9
+
+    @property
+    def n_points(self) -> int:
+        return self.nodes.shape[0]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``(N, 5)`` point weights (basic rule, null rules 1-4)."""
+        return self.set_weights[self.sets]
+
+    @property
+    def fourth_difference(self) -> tuple[int, int, float]:
+        """Axial generators ``a2`` (inner, set 2) and ``a1`` (outer, set 1), ``r = (a2/a1)^2``."""
+        return 1, 0, (_G9[1] / _G9[0]) ** 2
+
+    def estimate(self, vals: jax.Array) -> tuple[jax.Array, jax.Array]:
+        w = jnp.asarray(self.weights, vals.dtype)                  # (N, 5)
+        sums = jnp.sum(vals[:, :, None, :] * w[None, :, :, None], axis=1)   # (R, 5, M)
+        scale = jnp.asarray(self.scale, vals.dtype)
+        norm = jnp.asarray(self.norm, vals.dtype)
+        nulls = []
+        for k in range(1, 4):
+            comb = jnp.abs(sums[:, k + 1, None, :] + scale[None, :, k - 1, None] * sums[:, k, None, :])
+            nulls.append(jnp.max(comb * norm[None, :, k - 1, None], axis=1))   # (R, M)
+        n1, n2, n3 = nulls
+        c_ratio, c_asym, c_safe = ERROR_COEFFICIENTS
+        asymptotic = (c_ratio * n1 <= n2) & (c_ratio * n2 <= n3)
+        error = jnp.where(asymptotic, c_asym * n1, c_safe * jnp.maximum(n1, jnp.maximum(n2, n3)))
+        return sums[:, 0, :], error
+
+    def integrate(self, f: Callable[[np.ndarray], np.ndarray], lower, upper) -> float:
+        """The basic degree-9 rule on one box with a numpy ``f(x[N, n]) -> [N]``."""
+        lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+        vals = np.asarray(f((hi + lo) / 2 + (hi - lo) / 2 * self.nodes), dtype=float)
+        return float(np.prod(hi - lo)) * float(self.weights[:, 0] @ vals)
+
+
+def n_points9(ndim: int) -> int:
+    """Points of the degree-9 rule: ``1 + 8n + 6n(n-1) + 4n(n-1)(n-2)/3 + 2^n``."""
+    n = ndim
+    return 1 + 8 * n + 6 * n * (n - 1) + 4 * n * (n - 1) * (n - 2) // 3 + 2**n
+
+
+@functools.lru_cache(maxsize=None)
+def genz_malik9(ndim: int) -> GenzMalik9Rule:
+    """Build the degree-9 rule with null rules for ``ndim >= 2`` (cached)."""
+    n = int(ndim)
+    if n < 2:
+        raise ValueError(f"the degree-9 rule needs ndim >= 2, got {ndim}")
+    a1, a2, a3, a4, a5 = (2 * g for g in _G9)          # [-1, 1]^n units
+    rows, sets = [np.zeros((1, n))], [0]
+    for k, a in enumerate((a1, a2, a3, a4), start=1):
+        rows += [a * np.eye(n), -a * np.eye(n)]
+        sets += [k] * 2 * n
+    signs2 = list(itertools.product((1.0, -1.0), repeat=2))
+    for (i, j), (si, sj) in itertools.product(itertools.combinations(range(n), 2), signs2):
+        p = np.zeros(n)
+        p[i], p[j] = si * a1, sj * a1
+        rows.append(p[None])
+        sets.append(5)
+    for (i, j), (si, sj) in itertools.product(itertools.permutations(range(n), 2), signs2):
+        p = np.zeros(n)
+        p[i], p[j] = si * a1, sj * a2
+        rows.append(p[None])
+        sets.append(6)
+    for idx in itertools.combinations(range(n), 3):
+        for sg in itertools.product((1.0, -1.0), repeat=3):
+            p = np.zeros(n)
+            p[list(idx)] = np.array(sg) * a1
+            rows.append(p[None])
+            sets.append(7)
+    rows.append(a5 * np.array(list(itertools.product((1.0, -1.0), repeat=n))))
+    sets += [8] * 2**n
+    nodes = np.concatenate(rows, axis=0)
+    sets = np.array(sets)
+    assert nodes.shape[0] == sets.size == n_points9(n)
+    weights = _weights9(n)
+    counts = np.bincount(sets, minlength=9)
+    scale = np.zeros((9, 3))
+    norm = np.zeros((9, 3))
+    for s in range(9):
+        for k in range(1, 4):
+            sc = -weights[s, k + 1] / weights[s, k] if weights[s, k] != 0 else 100.0
+            scale[s, k - 1] = sc
+            norm[s, k - 1] = 1 / np.sum(counts * np.abs(weights[:, k + 1] + sc * weights[:, k]))
+    for a in (nodes, sets, weights, scale, norm):
+        a.setflags(write=False)
+    return GenzMalik9Rule(ndim=n, nodes=nodes, sets=sets, set_weights=weights, scale=scale,
+                          norm=norm)
+
+
+RULES = {"genz_malik": genz_malik, "dcuhre9": genz_malik9}
+"""Rule families by name: the Genz–Malik 7/5 pair (default) and the degree-9 rule."""
+
+
+def make_rule(name: str, ndim: int):
+    """The rule ``name`` (a key of :data:`RULES`) in ``ndim`` dimensions."""
+    try:
+        return RULES[name](ndim)
+    except KeyError:
+        raise ValueError(f"rule must be one of {sorted(RULES)}, got {name!r}") from None
+
+
+class RegionEstimates(NamedTuple):
+    """Rule output for a batch of ``R`` regions (``M`` real integrand components)."""
+
+    value: jax.Array       # (R, M) degree-7 estimates
+    error: jax.Array       # (R, M) |I7 - I5|
+    split_axis: jax.Array  # (R,) int32, fourth-difference choice
+    nonfinite: jax.Array   # () int32, points with a NaN/inf component among valid regions
+
+
+def apply_rule(fn: Callable, rule, centers: jax.Array, halfwidths: jax.Array,
+               valid: jax.Array, component_weights: jax.Array) -> RegionEstimates:
+    """Evaluate a rule (:class:`GenzMalikRule` or :class:`GenzMalik9Rule`) on ``R`` boxes
+    ``centers ± halfwidths`` with one call of ``fn``.
+
+    ``fn`` maps ``(R·N, n)`` points to ``(R·N, M)`` real values (a
+    :class:`~loopint.engines.base.NormalizedIntegrand` ``fn``).  Invalid (padding) regions
+    contribute zeros and are not counted.  Non-finite values are counted and replaced by 0.
+    Traceable; the engines call it under ``jit``.
+    """
+    dtype = centers.dtype
+    r, n = centers.shape
+    nodes = jnp.asarray(rule.nodes, dtype)
+    npts = nodes.shape[0]
+    # Padding rows are moved to the first region's centre with zero width, so the integrand
+    # is never called at points outside the regions being integrated.
+    centers = jnp.where(valid[:, None], centers, centers[:1])
+    halfwidths = jnp.where(valid[:, None], halfwidths, jnp.zeros((), dtype))
+    pts = centers[:, None, :] + halfwidths[:, None, :] * nodes[None, :, :]
+    vals = fn(pts.reshape(r * npts, n))
+    m = vals.shape[1]
+    vals = vals.reshape(r, npts, m)
+    finite = jnp.isfinite(vals)
+    bad_point = jnp.logical_not(jnp.all(finite, axis=2)) & valid[:, None]
+    nonfinite = jnp.sum(bad_point, dtype=jnp.int32)
+    vals = jnp.where(finite & valid[:, None, None], vals, jnp.zeros((), dtype))
+
+    # Weighted sums as multiply + reduce rather than dot products: they fuse with the
+    # integrand on every backend and compile much faster than XLA's CPU dot kernels.
+    vol = jnp.prod(2 * halfwidths, axis=1)[:, None]
+    average, err = rule.estimate(vals)
+    value = vol * average
+    error = vol * err
+
+    inner, outer, ratio = rule.fourth_difference
+    f0 = vals[:, 0, :]                                     # (R, M)
+    fpi = vals[:, 1 + 2 * inner * n:1 + (2 * inner + 1) * n, :]
+    fmi = vals[:, 1 + (2 * inner + 1) * n:1 + (2 * inner + 2) * n, :]
+    fpo = vals[:, 1 + 2 * outer * n:1 + (2 * outer + 1) * n, :]
+    fmo = vals[:, 1 + (2 * outer + 1) * n:1 + (2 * outer + 2) * n, :]
+    # |f(+λi) + f(-λi) - 2 f0 - r (f(+λo) + f(-λo) - 2 f0)|, r = (λi/λo)^2 (Genz & Malik 1980).
+    diff4 = jnp.abs(fpi + fmi - 2 * (1 - ratio) * f0[:, None, :] - ratio * (fpo + fmo))
+    cw = component_weights.astype(dtype)
+    score = jnp.sum(diff4 * cw[None, None, :], axis=2)     # (R, n)
+    scale = jnp.sum(jnp.abs(f0) * cw[None, :], axis=1)
+    noise = 64 * jnp.finfo(dtype).eps * scale
+    flat = jnp.max(score, axis=1) <= noise
+    longest = jnp.argmax(halfwidths, axis=1)
+    axis = jnp.where(flat, longest, jnp.argmax(score, axis=1)).astype(jnp.int32)
+    return RegionEstimates(value, error, axis, nonfinite)
+
+
+def two_level_error(value_self: jax.Array, error_self: jax.Array, value_sibling: jax.Array,
+                    error_sibling: jax.Array, value_parent: jax.Array) -> jax.Array:
+    """Berntsen–Espelid–Genz two-level error of one child of a bisected parent (elementwise).
+
+    ``δ = |I_self + I_sibling - I_parent| / 4``; ``E ← E·(1 + 2δ/(E_self + E_sibling)) + δ``
+    (the factor is skipped when both children report zero error).
+    """
+    delta = jnp.abs(value_self + value_sibling - value_parent) / 4
+    total = error_self + error_sibling
+    safe = jnp.where(total > 0, total, 1)
+    factor = jnp.where(total > 0, 1 + 2 * delta / safe, 1)
+    return error_self * factor + delta
+
+
+# ---------------------------------------------------------------------------------------
+# Region lists: chunked evaluation inside the engines' jitted steps
+
+
+def evaluate_regions(fn: Callable, rule, centers: jax.Array,
+                     halfwidths: jax.Array, count: jax.Array, component_weights: jax.Array,
+                     n_components: int, chunk: int) -> RegionEstimates:
+    """Apply the rule to rows ``[0, count)`` of a region buffer, ``chunk`` regions at a time.
+
+    The buffer has a static number of rows ``C`` (a multiple of ``chunk``); ``count`` is
+    traced, and a ``while`` loop runs ``ceil(count/chunk)`` chunks, so the work follows the
+    live count while the compiled shape stays fixed and one integrand call never sees more
+    than ``chunk·N`` points (the memory bound).  Rows ``>= count`` of the outputs are zero.
+    """
+    cap, n = centers.shape
+    dtype = centers.dtype
+    zero = jnp.zeros((), jnp.int32)
+
+    def body(j, carry):
+        value, error, axis, bad = carry
+        start = (j * chunk).astype(jnp.int32)
+        c = jax.lax.dynamic_slice(centers, (start, zero), (chunk, n))
+        h = jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n))
+        valid = start + jnp.arange(chunk, dtype=jnp.int32) < count
+        est = apply_rule(fn, rule, c, h, valid, component_weights)
+        value = jax.lax.dynamic_update_slice(value, est.value, (start, zero))
+        error = jax.lax.dynamic_update_slice(error, est.error, (start, zero))
+        axis = jax.lax.dynamic_update_slice(axis, est.split_axis, (start,))
+        return value, error, axis, bad + est.nonfinite
+
+    init = (jnp.zeros((cap, n_components), dtype), jnp.zeros((cap, n_components), dtype),
+            jnp.zeros((cap,), jnp.int32), zero)
+    n_chunks = (count.astype(jnp.int32) + chunk - 1) // chunk
+    value, error, axis, bad = jax.lax.fori_loop(zero, n_chunks, body, init)
+    return RegionEstimates(value, error, axis, bad)
+
+
+@functools.partial(jax.jit, static_argnames=("f", "ndim", "dtype_name", "chunk", "rule"))
+def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
+                    chunk, rule="genz_malik") -> RegionEstimates:
+    """:func:`evaluate_regions` for a user integrand ``f`` (a :class:`StaticFunction`), jitted.
+
+    The only compiled function of the engines that contains the integrand: it is compiled
+    once per integrand, buffer size and precision and shared by the cubature and PAGANI
+    engines; their bookkeeping is compiled independently of the integrand.
+    """
+    n = normalize_integrand(f.obj, ndim, jnp.dtype(dtype_name))
+    return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
+                            component_weights, n.n_components, chunk)
+
+
+class StaticFunction:
+    """Hashable-by-identity wrapper so a user integrand can be a static ``jit`` argument.
+
+    Calls with the same function object share compiled code, whatever the function's own
+    ``__eq__``/``__hash__``.
+    """
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, StaticFunction) and other.obj is self.obj
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << max(0, int(x).bit_length() - 1)
+
+
+def pow2_ceil(x: int) -> int:
+    """Smallest power of two >= ``x`` (1 for ``x <= 1``)."""
+    return 1 << max(0, int(x - 1).bit_length())
+
+
+CAPACITY_STEP = 8         # region buffers grow 512 → 4096 → 32768 → ...: few compiled shapes
+MIN_CAPACITY = 512
+
+
+def capacity_for(n_regions: int) -> int:
+    """Smallest buffer size on the ladder ``512·8^k`` holding ``n_regions`` regions."""
+    cap = MIN_CAPACITY
+    while cap < n_regions:
+        cap *= CAPACITY_STEP
+    return cap
+
+
+def chunk_for(capacity: int, points_per_region: int, chunk_points: int) -> int:
+    """Regions per integrand call for a buffer: ``capacity/8``, at most ``chunk_points/N``."""
+    k_max = _pow2_floor(max(1, chunk_points // points_per_region))
+    return max(1, min(capacity // 8, k_max))
+
+
+def pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
+    """Pad a host array to ``rows`` rows by repeating its last row."""
+    return np.concatenate([a, np.repeat(a[-1:], rows - a.shape[0], axis=0)], axis=0)
+
+
+def uniform_grid(lo: np.ndarray, hi: np.ndarray, divisions: int):
+    """Centres and half-widths of the ``divisions^d`` equal cells of the box (host arrays)."""
+    if divisions < 1:
+        raise ValueError(f"initial_divisions must be >= 1, got {divisions}")
+    d = lo.size
+    h = (hi - lo) / (2 * divisions)
+    idx = np.stack(np.meshgrid(*([np.arange(divisions)] * d), indexing="ij"), -1).reshape(-1, d)
+    centers = lo + (2 * idx + 1) * h
+    return centers, np.broadcast_to(h, centers.shape).copy()
+
+
+def tolerance_targets(total_value, rtol, atol, is_complex: bool):
+    """Per real component ``τ_k = max(atol, rtol·|value|)``, ``|.|`` = user component modulus."""
+    if is_complex:
+        half = total_value.shape[0] // 2
+        mag = jnp.hypot(total_value[:half], total_value[half:])
+        mag = jnp.concatenate([mag, mag])
+    else:
+        mag = jnp.abs(total_value)
+    return jnp.maximum(atol, rtol * mag)
+
+
+def component_weights(targets):
+    """``min τ / τ_k`` (largest weight 1); components with ``τ_k = 0`` get weight 1e15."""
+    pos = targets > 0
+    tmin = jnp.min(jnp.where(pos, targets, jnp.inf))
+    w = jnp.where(pos, tmin / jnp.where(pos, targets, 1), 1e15)
+    return jnp.where(jnp.any(pos), w, jnp.ones_like(targets))
+
+
+def priority(error, count, weights):
+    """``p_r = max_k E_{r,k} w_k`` for live rows, ``-inf`` for padding rows."""
+    p = jnp.max(error * weights[None, :], axis=1)
+    return jnp.where(jnp.arange(error.shape[0]) < count, p, -jnp.inf)
+
+
+# Selection by octaves of the priority: a few O(C) histogram passes instead of a sort (XLA's
+# sort is slow on CPUs and a full sort is more than adaptive selection needs).
+
+N_OCTAVES = 64
+
+
+def octaves(p):
+    """Octave of each priority below the largest, ``floor(log2(max p / p))`` in [0, 63].
+
+    Zero priorities get octave 63, padding rows (``p < 0``) octave 64.
+    """
+    pmax = jnp.max(p)
+    safe = jnp.where(p > 0, p, 1)
+    b = jnp.floor(jnp.log2(jnp.where(pmax > 0, pmax, 1) / safe))
+    b = jnp.where(p > 0, jnp.clip(b, 0, N_OCTAVES - 1), N_OCTAVES - 1)
+    return jnp.where(p >= 0, b, N_OCTAVES).astype(jnp.int32)
+
+
+def _octave_counts(b):
+    return jnp.bincount(b, length=N_OCTAVES + 1)[:N_OCTAVES]
+
+
+def top_mask(p, k):
+    """Mask of ``k`` rows of largest priority ``p >= 0``, exact to within one octave (the
+    boundary octave is taken in index order)."""
+    b = octaves(p)
+    at_most = jnp.cumsum(_octave_counts(b))                 # rows in octaves <= j
+    j = jnp.argmax(at_most >= k)
+    before = jnp.where(j > 0, at_most[jnp.maximum(j - 1, 0)], 0)
+    edge = b == j
+    return (b < j) | (edge & (jnp.cumsum(edge) <= k - before))
+
+
+def count_carrying(p, share):
+    """Rows, largest priorities first (by octave), whose priorities reach ``share`` of the sum."""
+    b = octaves(p)
+    pv = jnp.where(p > 0, p, 0)
+    sums = jnp.cumsum(jax.ops.segment_sum(pv, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES])
+    j = jnp.argmax(sums >= share * sums[-1])
+    return jnp.cumsum(_octave_counts(b))[j].astype(jnp.int32)
+
+
+def smallest_within(error, p, candidates, limit):
+    """Mask of candidate rows of smallest priority whose errors sum to at most ``limit``.
+
+    Whole octaves are taken from the small end while the summed error ``(M,)`` stays within
+    ``limit`` in every component, then a prefix (index order) of the next octave.  Used to
+    finish (PAGANI) or retire (cubature) regions whose errors cannot matter.
+    """
+    b = jnp.where(candidates, octaves(p), N_OCTAVES)
+    per_octave = jax.ops.segment_sum(error, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES]
+    from_small = jnp.cumsum(per_octave[::-1], axis=0)[::-1]      # octaves >= j
+    ok = jnp.all(from_small <= limit[None, :], axis=1)
+    j = jnp.where(jnp.any(ok), jnp.argmax(ok), N_OCTAVES)        # first whole octave taken
+    taken = jnp.where(j < N_OCTAVES, from_small[jnp.minimum(j, N_OCTAVES - 1)], 0)
+    edge = b == j - 1
+    running = jnp.cumsum(jnp.where(edge[:, None], error, 0), axis=0)
+    partial = edge & jnp.all(running <= (limit - taken)[None, :], axis=1)
+    return ((b >= j) & (b < N_OCTAVES)) | partial
+
+
+def requested_tolerance(total_value, rtol: float, atol: float, n) -> float:
+    """The smallest ``max(atol, rtol·|value|)`` over the user's components (for statuses)."""
+    mag = np.abs(np.atleast_1d(n.unpack(np.asarray(total_value))))
+    return float(np.min(np.maximum(atol, rtol * mag)))

@@ -1,0 +1,1045 @@
+"""Iterated adaptive Gauss–Kronrod integration, vectorized (the integrator of DCM).
+
+Seed 000 chapter 4 (sections 4.3–4.4.1): the ``d``-dimensional integral is written as nested
+1-D integrals
+
+    I = ∫_{α1}^{β1} dx1 ∫_{α2(x1)}^{β2(x1)} dx2 … ∫_{αd(x<d)}^{βd(x<d)} dxd f(x1, …, xd),   (4.2)
+
+each done by an adaptive Gauss–Kronrod rule in the manner of QUADPACK DQAGE: GK21 in ``x1``
+and GK15 in the other directions by default.  The rule's "function value" at a node ``x_k`` of
+level ``j`` is itself the level-``j+1`` integral over the remaining variables (seed eqs. 4.3,
+4.4); at the innermost level it is ``f``.  The limits may depend on the outer variables
+(:class:`Limits`): the unit simplex ``{x_i >= 0, Σ x_i <= 1}`` has ``x_j ∈ [0, 1 - x1 - … -
+x_{j-1}]``.
+
+Vectorized, breadth-first
+-------------------------
+Nothing runs one interval or one point at a time.  A *level-j call* receives a batch of ``B``
+prefixes (outer coordinates ``x_<j``) and integrates all ``B`` one-dimensional integrals
+together.  The intervals of all prefixes live in one flat list (interval ``i`` belongs to
+prefix ``pid[i]``; per-prefix sums are segment sums) held in padded device arrays of
+``16·4^k`` rows, so the jitted kernels see a handful of shapes.  One adaptive step:
+
+1. *select* (one kernel): per prefix, the integral and error sums; prefixes that meet their
+   tolerance, or cannot improve, are retired (their totals written out, their intervals
+   dropped).  In every other prefix **all** intervals whose error exceeds its share are
+   marked for bisection — the PAGANI-like breadth-first rule "split interval ``i`` of prefix
+   ``p`` if ``err_i > η · room_p / n_p``", with ``room_p`` the error the quadrature may still
+   make (tolerance minus the propagated inner error, see below), ``n_p`` the number of
+   splittable intervals of ``p`` and ``η = 1/2``: the intervals not split then carry at most
+   ``η · room_p``, and at least one interval is split whenever ``p`` has not converged.
+   The only host synchronisation of a step: four counters.
+2. *children*: the marked intervals are cut (``nsplit = 2`` pieces) into a compact list.
+3. *evaluate*: the rule's nodes of all children of all prefixes form ``n·K`` new prefixes
+   for level ``j+1``, which integrates them in **one** batched call (innermost level: one
+   call of ``f`` on all ``n·K`` points), in slices of at most ``max_points`` points so that
+   memory stays bounded; then QUADPACK's local estimate (:func:`qk_estimate`) is applied to
+   all children at once.
+4. *merge*: kept and new intervals are compacted into the next buffer.
+
+A Python loop drives these jitted kernels; every level's batch is as large as the outer levels
+make it, so a few steps fill a GPU.  Large batches are cut into chunks of at most
+``max_points / K`` prefixes, each run to completion; a chunk's intervals live in a buffer of
+``8 · max_points / K`` rows.  When that buffer is full, prefixes wait (in index order) for
+room; if none can grow, the trailing ones are evicted and integrated again afterwards in a
+smaller chunk, so memory is bounded at every level without giving up accuracy.
+
+Tolerances and the error of the inner integrals
+-----------------------------------------------
+Seed 000 §4.4.1 notes that the error made in the inner integrations contributes to the overall
+error.  It is accounted for explicitly here (the "integration error interface" of Li, de
+Doncker et al.; the classic policy of Fritsch, Kahaner & Lyness, "Double integration using
+one-dimensional adaptive quadrature routines", ACM TOMS 7 (1981), is to ask the inner
+integrals for a smaller tolerance than the outer one):
+
+* every interval carries two errors: the QUADPACK quadrature error of its own rule and the
+  *propagated inner error* ``|h| Σ_k w_k · err_inner(x_k)`` (Kronrod weights ``w_k``,
+  half-length ``h``): the rule applied to the error estimates of its function values;
+* a prefix has converged when ``|Σ quadrature err + Σ propagated err| <= max(a_p, r_j ·
+  |I_p|)`` for every component (complex components by modulus).  The final error is the
+  outermost quadrature error **plus** the propagated inner error, so the inaccuracy of every
+  level is in the reported error;
+* the tolerance is split *evenly* between the ``d`` levels: level ``j`` (1-based) keeps
+  ``1/(d-j+1)`` of its tolerance for its own quadrature and passes the fraction
+  ``ρ_j = (d-j)/(d-j+1)`` to its inner integrals (``inner_factor`` fixes one ``ρ`` for all
+  levels instead, e.g. the classic 1/10).  Each inner integral at a node of prefix ``p``
+  is asked for an absolute error ``a = ρ_j · a_p / L_p`` (``L_p`` the length of ``p``'s
+  range) and a relative one ``r_{j+1} = ρ_j r_j``.  The Kronrod weights of ``p``'s intervals
+  sum to ``L_p``, so inner integrals that meet the absolute part propagate at most
+  ``ρ_j a_p``; the relative part propagates at most ``ρ_j r_j Σ w |F| ≈ ρ_j r_j |I_p|`` when
+  the inner integrals do not cancel.  Asking for ``1/10`` per level makes the innermost of a
+  5-D integral ``10^4`` times tighter than needed; the even split asks at most ``d`` times;
+* the absolute part needs the size of the integral: a *pilot* run at ``pilot_rtol = 1e-2``
+  (relative inner tolerances only) gives ``τ = max(atol, rtol·|I_pilot|)``, the top level's
+  inner integrals get ``a = ρ_1 τ / L_1`` (``inner_tolerance="auto"`` or ``"mixed"``; pass
+  ``scale=|I|`` to skip the pilot, e.g. from the previous δ of a δ-sequence).  The absolute
+  part spares the work on negligible regions (the tails of a peak), which a relative
+  tolerance would resolve to full relative accuracy.  If the result shows that ``τ`` was too
+  loose, the run is repeated once with the corrected ``τ``; if the top level ends
+  *inner-limited* — its inner integrals cancel, ``Σ w |F| >> |Σ w F|``, so that relative
+  inner errors exceed the budget — it is repeated with absolute inner tolerances only
+  (``inner_tolerance="absolute"``), which nothing can spoil.  ``"relative"`` is the classic
+  scheme (one run, no pilot, relative inner tolerances).
+
+An interval whose error sits at QUADPACK's round-off floor ``50 ε resabs`` or that is too short
+to bisect is not split again; a prefix whose remaining error lies in such intervals, or in its
+inner integrals, stops with a flag (round-off, inner-limited), as does a prefix that reached
+``max_intervals`` (memory) or the run's ``max_evals`` (the best estimate and its honest error
+are returned).  A result is ``converged`` only if the final error (outer plus propagated)
+meets the requested tolerance, whatever flags the inner levels raised.  Non-finite integrand
+values are counted (``info["nonfinite"]``), enter as 0, and make the result not converged.
+
+Runtime parameters of the integrand (δ, kinematics) go through ``args``: ``f(x, *args)``
+with ``args`` traced, so a new δ or kinematic point does not recompile anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import math
+import time
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..precision import real_dtype
+from .base import (CONVERGED, MAX_EVALS, MEMORY_LIMIT, NONFINITE, ROUNDOFF, IntegrationResult,
+                   check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
+                   status_not_converged)
+from .gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
+
+log = logging.getLogger(__name__)
+
+METHOD = "iterated"
+
+# Per-prefix flag bits, OR-ed from the inner levels outwards.
+FLAG_MEMORY = 1        # max_intervals reached or interval storage full
+FLAG_MAX_EVALS = 2     # evaluation budget spent
+FLAG_ROUNDOFF = 4      # remaining error in intervals at the round-off floor / too short
+FLAG_INNER = 8         # remaining error is propagated inner error
+FLAG_NONFINITE = 16    # f returned NaN/inf somewhere below
+_N_FLAGS = 5
+
+
+# --------------------------------------------------------------------------------------------
+# Domains: limits of the iterated integral
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Constant:
+    """Limit ``x_j`` = constant ``values[j]`` (hashable, so plans stay cacheable)."""
+
+    values: tuple
+
+    def __call__(self, j: int, prefix):
+        return jnp.full(prefix.shape[:1], self.values[j], prefix.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SimplexUpper:
+    """``x_j <= 1 - x_1 - … - x_{j-1}`` (clipped at 0 against rounding)."""
+
+    def __call__(self, j: int, prefix):
+        return jnp.maximum(1.0 - jnp.sum(prefix, axis=1), 0.0).astype(prefix.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PerLevel:
+    """Per-level callables ``bound_j(prefix[B, j]) -> [B]`` (or constants)."""
+
+    bounds: tuple
+
+    def __call__(self, j: int, prefix):
+        b = self.bounds[j]
+        if callable(b):
+            return jnp.broadcast_to(jnp.asarray(b(prefix), prefix.dtype), prefix.shape[:1])
+        return jnp.full(prefix.shape[:1], b, prefix.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Limits of the iterated integral: ``x_j ∈ [lower(j, prefix), upper(j, prefix)]``.
+
+    ``j`` is the 0-based level (``x_{j+1}`` in the seed's numbering) and ``prefix`` the outer
+    coordinates, shape ``(B, j)``; both callables return shape ``(B,)`` and must be traceable
+    by JAX.  Build one with :meth:`cube`, :meth:`box`, :meth:`simplex` or :meth:`from_bounds`.
+    """
+
+    ndim: int
+    lower: Callable
+    upper: Callable
+    name: str = "custom"
+
+    @classmethod
+    def cube(cls, ndim: int) -> "Limits":
+        """The unit cube ``[0, 1]^ndim``."""
+        return cls(ndim, _Constant((0.0,) * ndim), _Constant((1.0,) * ndim), "cube")
+
+    @classmethod
+    def box(cls, lower, upper) -> "Limits":
+        """The box ``[lower_j, upper_j]`` (finite, ``upper > lower``)."""
+        lo = np.atleast_1d(np.asarray(lower, dtype=np.float64))
+        hi = np.atleast_1d(np.asarray(upper, dtype=np.float64))
+        lo, hi = np.broadcast_arrays(lo, hi)
+        if lo.ndim != 1 or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
+                                and np.all(hi > lo)):
+            raise ValueError(f"box limits must be finite 1-D arrays with upper > lower; "
+                             f"got {lower!r} .. {upper!r}")
+        return cls(lo.size, _Constant(tuple(map(float, lo))), _Constant(tuple(map(float, hi))),
+                   "box")
+
+    @classmethod
+    def simplex(cls, ndim: int) -> "Limits":
+        """The unit simplex ``{x_i >= 0, Σ x_i <= 1}``: ``x_j ∈ [0, 1 - x_1 - … - x_{j-1}]``."""
+        return cls(ndim, _Constant((0.0,) * ndim), _SimplexUpper(), "simplex")
+
+    @classmethod
+    def from_bounds(cls, lower: Sequence, upper: Sequence, name: str = "custom") -> "Limits":
+        """Per-level bounds: each entry a number or a callable ``prefix[B, j] -> [B]``."""
+        if len(lower) != len(upper):
+            raise ValueError("lower and upper need one bound per dimension")
+        return cls(len(lower), _PerLevel(tuple(lower)), _PerLevel(tuple(upper)), name)
+
+
+def as_limits(domain, ndim: int) -> Limits:
+    """Turn ``domain`` ("cube", "simplex", ``(lower, upper)`` arrays, or :class:`Limits`)."""
+    if isinstance(domain, Limits):
+        lim = domain
+    elif isinstance(domain, str):
+        if domain == "cube":
+            lim = Limits.cube(ndim)
+        elif domain == "simplex":
+            lim = Limits.simplex(ndim)
+        else:
+            raise ValueError(f"domain must be 'cube', 'simplex', (lower, upper) or Limits; "
+                             f"got {domain!r}")
+    elif isinstance(domain, (tuple, list)) and len(domain) == 2:
+        lim = Limits.box(*domain)
+    else:
+        raise ValueError(f"domain must be 'cube', 'simplex', (lower, upper) or Limits; "
+                         f"got {domain!r}")
+    if lim.ndim != ndim:
+        raise ValueError(f"domain has {lim.ndim} dimensions, integrand has ndim={ndim}")
+    return lim
+
+
+def default_rules(ndim: int) -> tuple[GaussKronrodRule, ...]:
+    """Seed 000 §4.5: GK21 in ``x1`` (outermost), GK15 in the other directions."""
+    return (GK21,) + (GK15,) * (ndim - 1)
+
+
+def _as_rules(rules, ndim: int) -> tuple[GaussKronrodRule, ...]:
+    if rules is None:
+        return default_rules(ndim)
+    if isinstance(rules, (str, GaussKronrodRule)):
+        return (get_rule(rules),) * ndim
+    rules = tuple(get_rule(r) for r in rules)
+    if len(rules) != ndim:
+        raise ValueError(f"need one rule per dimension ({ndim}), got {len(rules)}")
+    return rules
+
+
+# --------------------------------------------------------------------------------------------
+# Static plan and device state
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Core:
+    """Integrand-independent trace-time constants (static ``jit`` argument).
+
+    Kept apart from the integrand so that the bookkeeping kernels are compiled once per
+    component count and dtype, not once per integrand.
+    """
+
+    n_real: int            # M: real components integrated
+    n_user: int            # U: user components (complex ones counted once)
+    is_complex: bool
+    dtype: str
+    nsplit: int
+    max_intervals: int
+    eta: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """Everything the host loop needs: the integrand, domain, rules and the core."""
+
+    f: Callable
+    ndim: int
+    limits: Limits
+    rules: tuple
+    core: _Core
+
+
+class _Intervals(NamedTuple):
+    """Flat interval list of one level (padded; rows >= count are garbage/zero)."""
+
+    a: jax.Array          # (N,)
+    b: jax.Array          # (N,)
+    pid: jax.Array        # (N,) int32: prefix index
+    res: jax.Array        # (N, M) Kronrod result
+    qerr: jax.Array       # (N, M) quadrature error (QUADPACK, guarded)
+    ierr: jax.Array       # (N, M) propagated inner error
+    ok: jax.Array         # (N, U) bool: the quadrature error of this component may shrink
+    flags: jax.Array      # (N,) int32: flags OR-ed over the inner integrals of the nodes
+
+
+class _Out(NamedTuple):
+    """Per-prefix results of one level call."""
+
+    val: jax.Array        # (B, M)
+    err: jax.Array        # (B, M) quadrature + propagated error
+    absval: jax.Array     # (B, M) Σ |interval results|
+    flags: jax.Array      # (B,) int32: own flags | flags of the inner integrals
+    own: jax.Array        # (B,) int32: why this level's integral stopped unconverged
+
+
+def _dtype(core: _Core):
+    return jnp.dtype(core.dtype)
+
+
+def _comb(core: _Core, x):
+    """Real components -> user components: modulus for complex pairs."""
+    if core.is_complex:
+        u = core.n_user
+        return jnp.hypot(x[..., :u], x[..., u:])
+    return jnp.abs(x)
+
+
+def _is_pow2(n: int) -> bool:
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << max(0, int(math.floor(math.log2(max(1, n)))))
+
+
+_MIN_BUCKET = 16
+
+
+def _bucket(n: int, base: int = 4) -> int:
+    """Padded row count for ``n`` rows: ``16·base^k``, so that few shapes get compiled."""
+    size = _MIN_BUCKET
+    while size < n:
+        size *= base
+    return size
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels (jitted; sizes static, counts and tolerances traced)
+# --------------------------------------------------------------------------------------------
+
+@functools.partial(jax.jit, static_argnames=("size",))
+def _k_take(arrays, start, *, size):
+    """Rows ``start .. start+size`` of every array (clipped at the end)."""
+    def take(x):
+        idx = jnp.minimum(start + jnp.arange(size), x.shape[0] - 1)
+        return x[idx]
+    return jax.tree_util.tree_map(take, arrays)
+
+
+@jax.jit
+def _k_gather(arrays, idx):
+    """Rows ``idx`` of every array."""
+    return jax.tree_util.tree_map(lambda x: x[idx], arrays)
+
+
+@jax.jit
+def _k_scatter(out, rows, idx, count):
+    """``out[idx[i]] = rows[i]`` for ``i < count``."""
+    pos = jnp.where(jnp.arange(idx.shape[0]) < count, idx, out.val.shape[0])
+    return jax.tree_util.tree_map(lambda o, r: o.at[pos].set(r, mode="drop"), out, rows)
+
+
+@jax.jit
+def _k_put_rows(out, rows, start, count):
+    """Write the first ``count`` rows of ``rows`` into ``out`` at ``start``."""
+    def put(o, r):
+        i = jnp.arange(r.shape[0])
+        idx = jnp.where(i < count, start + i, o.shape[0])
+        return o.at[idx].set(r, mode="drop")
+    return jax.tree_util.tree_map(put, out, rows)
+
+
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _k_alloc(like, *, rows: int):
+    """Zero buffers with ``rows`` rows shaped like the arrays of ``like``."""
+    return jax.tree_util.tree_map(lambda x: jnp.zeros((rows,) + x.shape[1:], x.dtype), like)
+
+
+@jax.jit
+def _k_put_slice(out, rows, start):
+    """Write all of ``rows`` into ``out`` at ``start`` (fits by construction)."""
+    return jax.tree_util.tree_map(
+        lambda o, r: jax.lax.dynamic_update_slice_in_dim(o, r, start, 0), out, rows)
+
+
+@functools.partial(jax.jit, static_argnames=("limits", "level", "n0", "dtype"))
+def _k_init(P, base, count, rho, *, limits: Limits, level: int, n0: int, dtype: str):
+    """First intervals (``n0`` equal pieces of the full range) and the inner tolerances."""
+    dt = jnp.dtype(dtype)
+    B = P.shape[0]
+    lo = limits.lower(level, P).astype(dt)
+    hi = limits.upper(level, P).astype(dt)
+    hi = jnp.maximum(hi, lo)
+    length = hi - lo
+    i = jnp.arange(B * n0)
+    p, k = i // n0, i % n0
+    valid = p < count
+    a = lo[p] + length[p] * (k / n0)
+    b = jnp.where(k == n0 - 1, hi[p], lo[p] + length[p] * ((k + 1) / n0))
+    a = jnp.where(valid, a, 0).astype(dt)
+    b = jnp.where(valid, b, 0).astype(dt)
+    pid = jnp.where(valid, p, 0).astype(jnp.int32)
+    # Inner absolute tolerance: ρ τ_p / L_p, so that Σ_k w_k a = ρ τ_p (module docstring).
+    inner = rho * base / jnp.where(length > 0, length, 1)[:, None]
+    return a, b, pid, inner.astype(dt)
+
+
+def _slice(start, size, *arrays):
+    return tuple(jax.lax.dynamic_slice_in_dim(x, start, size) for x in arrays)
+
+
+def _nodes(rule: GaussKronrodRule, a, b):
+    """Rule nodes mapped to the intervals: ``(S, K)``."""
+    x = jnp.asarray(rule.nodes, a.dtype)
+    c, h = 0.5 * (a + b), 0.5 * (b - a)
+    return c[:, None] + h[:, None] * x[None, :]
+
+
+def _points(P, pid, x):
+    """Outer prefixes ``P[pid]`` joined with the node coordinates ``x``: ``(S·K, j+1)``."""
+    S, K = x.shape
+    j = P.shape[1]
+    pre = jnp.broadcast_to(P[pid][:, None, :], (S, K, j))
+    return jnp.concatenate([pre, x[:, :, None]], axis=2).reshape(S * K, j + 1)
+
+
+def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
+    """QUADPACK estimates for intervals ``(S,)`` from node values ``(S, K, M)``."""
+    dt = _dtype(core)
+    h = 0.5 * (b - a)
+    q = qk_estimate(values, h, rule)
+    wk = jnp.asarray(rule.kronrod_weights, dt)
+    ierr = jnp.abs(h)[:, None] * jnp.einsum("skm,k->sm", inner_err, wk)
+    at_ro = q.at_roundoff
+    if core.is_complex:
+        u = core.n_user
+        at_ro = at_ro[:, :u] & at_ro[:, u:]
+    eps = jnp.finfo(dt).eps
+    long_enough = (jnp.abs(h) > 100 * eps * jnp.maximum(jnp.abs(a), jnp.abs(b))
+                   + 1000 * jnp.finfo(dt).tiny)
+    ok = ~at_ro & long_enough[:, None]
+    return q.result, q.error, ierr, ok
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "size"))
+def _k_points(P, a, b, pid, start, *, rule: GaussKronrodRule, size: int):
+    """Innermost level: the points ``(size·K, d)`` of rows ``start .. start+size``."""
+    a, b, pid = _slice(start, size, a, b, pid)
+    return _points(P, pid, _nodes(rule, a, b)), a, b, pid
+
+
+@functools.partial(jax.jit, static_argnames=("f", "core", "rule"))
+def _k_eval_points(pts, a, b, pid, start, count, args, *, f, core: _Core,
+                   rule: GaussKronrodRule):
+    """Innermost level: ``f`` at the points of :func:`_k_points` -> QUADPACK estimates.
+
+    Depends on the batch size only (not on the prefix buffer), so that each integrand
+    compiles a handful of shapes.
+    """
+    S = a.shape[0]
+    K = rule.n_points
+    valid = start + jnp.arange(S) < count
+    nf = normalize_integrand(lambda y: f(y, *args), pts.shape[1], _dtype(core))
+    vals = nf.fn(pts).reshape(S, K, core.n_real)
+    return _estimate_f(core, rule, vals, a, b, pid, valid)
+
+
+def _estimate_f(core: _Core, rule: GaussKronrodRule, vals, a, b, pid, valid):
+    finite = jnp.isfinite(vals)
+    vals = jnp.where(finite, vals, 0)
+    bad = ~jnp.all(finite, axis=2) & valid[:, None]
+    res, qerr, ierr, ok = _reduce(core, rule, vals, jnp.zeros_like(vals), a, b)
+    flags = jnp.where(jnp.any(bad, axis=1), FLAG_NONFINITE, 0).astype(jnp.int32)
+    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags), jnp.sum(bad)
+
+
+@functools.partial(jax.jit, static_argnames=("rule", "size"))
+def _k_nodes(P, inner_tol, a, b, pid, start, *, rule: GaussKronrodRule, size: int):
+    """Prefixes ``(size·K, j+1)`` for the inner level, and their absolute tolerances."""
+    a, b, pid = _slice(start, size, a, b, pid)
+    x = _nodes(rule, a, b)
+    K = x.shape[1]
+    U = inner_tol.shape[1]
+    A = jnp.broadcast_to(inner_tol[pid][:, None, :], (size, K, U)).reshape(size * K, U)
+    return _points(P, pid, x), A
+
+
+def _or_bits(flags, axis):
+    out = jnp.zeros(flags.shape[:axis] + flags.shape[axis + 1:], jnp.int32)
+    for bit in range(_N_FLAGS):
+        out = out | (jnp.any((flags >> bit) & 1, axis=axis).astype(jnp.int32) << bit)
+    return out
+
+
+@functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
+def _k_reduce(inner: _Out, a, b, pid, start, *, core: _Core, rule: GaussKronrodRule,
+              size: int):
+    """Level < d: inner integrals at the nodes -> QUADPACK estimates of ``size`` intervals."""
+    K = rule.n_points
+    a, b, pid = _slice(start, size, a, b, pid)
+    vals = inner.val.reshape(size, K, core.n_real)
+    errs = inner.err.reshape(size, K, core.n_real)
+    res, qerr, ierr, ok = _reduce(core, rule, vals, errs, a, b)
+    flags = _or_bits(inner.flags.reshape(size, K), axis=1)
+    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags)
+
+
+def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_cap, *,
+            core: _Core):
+    """Convergence test, retirement of finished prefixes and the breadth-first split set.
+
+    Interval storage of the chunk is ``state_cap`` rows.  Prefixes, in index order, get
+    their growth while it fits; the others wait with their intervals kept.  When not even the
+    first waiting prefix fits (all storage held by waiting prefixes) the trailing prefixes
+    are *evicted*: their intervals are dropped and the host integrates them again later in
+    a smaller batch (no result is lost, some work is repeated).
+
+    Returns ``(split, keep, out, active, evicted, counts)`` with
+    ``counts = [kept, split, active, evicted]``.
+    """
+    N = st.a.shape[0]
+    B = active.shape[0]
+    M, U = core.n_real, core.n_user
+    dt = _dtype(core)
+    valid = jnp.arange(N) < count
+    seg = jnp.where(valid, st.pid, B)
+
+    def at_seg(x):          # per-prefix array -> per-interval (row B is a dummy)
+        return jnp.concatenate([x, jnp.zeros_like(x[:1])], axis=0)[seg]
+
+    ok = st.ok & valid[:, None]
+    c = _comb(core, st.qerr)                               # (N, U)
+    # One segment sum for every per-prefix total (a single wide scatter-add is much cheaper
+    # than many narrow ones).
+    bits = [((st.flags >> bit) & 1).astype(dt)[:, None] for bit in range(_N_FLAGS)]
+    cols = jnp.concatenate(
+        [st.res, st.qerr, st.ierr, jnp.abs(st.res), jnp.where(ok, 0, c),
+         jnp.ones((N, 1), dt), jnp.any(ok, axis=1, keepdims=True).astype(dt)] + bits, axis=1)
+    cols = jnp.where(valid[:, None], cols, 0)
+    tot = jax.ops.segment_sum(cols, seg, num_segments=B + 1)[:B]
+    I, Eq, Ei, absval = (tot[:, k * M:(k + 1) * M] for k in range(4))
+    Eu = tot[:, 4 * M:4 * M + U]                           # error in unsplittable intervals
+    n_int = tot[:, 4 * M + U].astype(jnp.int32)
+    n_ok = tot[:, 4 * M + U + 1]
+    inner_bits = jnp.zeros((B,), jnp.int32)
+    for bit in range(_N_FLAGS):
+        inner_bits = inner_bits | ((tot[:, 4 * M + U + 2 + bit] > 0).astype(jnp.int32) << bit)
+
+    tau = jnp.maximum(atol, rtol * _comb(core, I))         # (B, U)
+    E = _comb(core, Eq + Ei)
+    need = E > tau
+    conv = ~jnp.any(need, axis=1)
+    ei = _comb(core, Ei)
+    room = tau - ei - Eu
+    blocked = need & (room <= 0.01 * tau)
+    hopeless = jnp.any(blocked, axis=1)
+    inner_limited = jnp.any(blocked & (ei >= Eu), axis=1)
+
+    safe_room = jnp.where(need & (room > 0), room, jnp.inf)
+    ratio = jnp.where(ok & at_seg(need), c / at_seg(safe_room), 0)
+    r = jnp.max(ratio, axis=1)                             # (N,)
+    thr = core.eta / jnp.maximum(n_ok, 1)
+    want = (r > at_seg(thr)) & valid
+    demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B + 1)[:B]
+    grow = core.nsplit - 1
+    over = n_int + demand * grow > core.max_intervals
+
+    def worst_only(want):
+        # Over the per-prefix capacity: split only the worst interval.
+        rmax = jax.ops.segment_max(r, seg, num_segments=B + 1)
+        is_max = want & (r >= rmax[seg])
+        first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg,
+                                    num_segments=B + 1)
+        return jnp.where(at_seg(over), is_max & (jnp.arange(N) == first[seg]), want)
+
+    want = jax.lax.cond(jnp.any(over), worst_only, lambda w: w, want)
+    demand = jnp.where(over, jnp.minimum(demand, 1), demand)
+    capfull = n_int + grow > core.max_intervals
+
+    go = active & ~conv & ~hopeless & (demand > 0) & ~capfull & ~stop
+    # Storage: prefixes in index order get their growth while it fits ``state_cap``.
+    kept = jnp.sum(jnp.where(go, n_int, 0))
+    growth = jnp.where(go, demand * grow, 0)
+    allowed = go & (jnp.cumsum(growth) <= state_cap - kept)
+    deadlock = jnp.any(go) & ~jnp.any(allowed)
+    # Deadlock: keep the longest run of prefixes whose intervals and growth fit together.
+    fits = jnp.cumsum(jnp.where(go, n_int + growth, 0)) <= state_cap
+    evicted = go & deadlock & ~fits
+    allowed = jnp.where(deadlock, go & fits, allowed)
+    go = go & ~evicted
+
+    unconv = active & ~conv
+    own = jnp.where(unconv & hopeless, jnp.where(inner_limited, FLAG_INNER, FLAG_ROUNDOFF), 0)
+    own = own | jnp.where(unconv & ~hopeless & (demand == 0), FLAG_ROUNDOFF, 0)
+    own = own | jnp.where(unconv & ~hopeless & capfull, FLAG_MEMORY, 0)
+    own = own | jnp.where(unconv & stop, FLAG_MAX_EVALS, 0)
+    own = own.astype(jnp.int32)
+
+    finish = active & ~go & ~evicted
+    out = _Out(
+        val=jnp.where(finish[:, None], I, out.val),
+        err=jnp.where(finish[:, None], Eq + Ei, out.err),
+        absval=jnp.where(finish[:, None], absval, out.absval),
+        flags=jnp.where(finish, own | inner_bits, out.flags),
+        own=jnp.where(finish, own, out.own))
+    active = go
+    split = want & at_seg(allowed & go)
+    keep = valid & at_seg(active) & ~split
+    counts = jnp.stack([jnp.sum(keep), jnp.sum(split), jnp.sum(active),
+                        jnp.sum(evicted)]).astype(jnp.int32)
+    return split, keep, out, active, evicted, counts
+
+
+_k_select = jax.jit(_select, static_argnames=("core",))
+
+
+def _children(a, b, pid, split, nsplit: int, size: int):
+    """Cut every marked interval into ``nsplit`` equal pieces, packed into ``size`` rows."""
+    rank = jnp.cumsum(split) - 1
+    ca = jnp.zeros((size,), a.dtype)
+    cb = jnp.zeros((size,), b.dtype)
+    cp = jnp.zeros((size,), jnp.int32)
+    for k in range(nsplit):
+        idx = jnp.where(split, rank * nsplit + k, size)
+        lo = a + (b - a) * (k / nsplit)
+        hi = b if k == nsplit - 1 else a + (b - a) * ((k + 1) / nsplit)
+        ca = ca.at[idx].set(lo, mode="drop")
+        cb = cb.at[idx].set(hi, mode="drop")
+        cp = cp.at[idx].set(pid, mode="drop")
+    return ca, cb, cp
+
+
+_k_children = jax.jit(_children, static_argnames=("nsplit", "size"))
+
+
+def _merge(st: _Intervals, keep, new: _Intervals, n_keep, n_new, size: int):
+    """Kept intervals first, then the new ones, in a buffer of ``size`` rows."""
+    pos = jnp.where(keep, jnp.cumsum(keep) - 1, size)
+    j = jnp.arange(new.a.shape[0])
+    pos_new = jnp.where(j < n_new, n_keep + j, size)
+
+    def merge(old, fresh):
+        buf = jnp.zeros((size,) + old.shape[1:], old.dtype)
+        buf = buf.at[pos].set(old, mode="drop")
+        return buf.at[pos_new].set(fresh, mode="drop")
+    return jax.tree_util.tree_map(merge, st, new)
+
+
+_k_merge = jax.jit(_merge, static_argnames=("size",))
+
+
+@functools.partial(jax.jit, static_argnames=("f", "core", "rule", "new_size", "size"))
+def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, args, *, f, core: _Core,
+                rule: GaussKronrodRule, new_size: int, size: int):
+    """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
+    ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
+    valid = jnp.arange(new_size) < n_new
+    nf = normalize_integrand(lambda y: f(y, *args), P.shape[1] + 1, _dtype(core))
+    vals = nf.fn(_points(P, cp, _nodes(rule, ca, cb))).reshape(new_size, rule.n_points,
+                                                                core.n_real)
+    new, nonfinite = _estimate_f(core, rule, vals, ca, cb, cp, valid)
+    return _merge(st, keep, new, n_keep, n_new, size), nonfinite
+
+
+# --------------------------------------------------------------------------------------------
+# Host driver
+# --------------------------------------------------------------------------------------------
+
+def _default_max_points() -> int:
+    return 2**16 if jax.default_backend() == "cpu" else 2**21
+
+
+class _Run:
+    """One nested adaptive run: host loop around the kernels, budgets and statistics."""
+
+    def __init__(self, plan: _Plan, args, *, rtols, rho, max_evals: int,
+                 max_points: int, n0: int, fused: bool, bucket_base: int,
+                 evaluations: int = 0):
+        self.plan = plan
+        self.core = plan.core
+        self.args = args
+        self.rtols = rtols
+        self.rho = rho
+        self.max_evals = max_evals
+        self.n0 = n0
+        self.fused = fused
+        self.base = bucket_base
+        self.pieces = 4 if jax.default_backend() == "cpu" else 1
+        self.evaluations = evaluations
+        self.nonfinite = []
+        self.stopped = False
+        d = plan.ndim
+        K = [r.n_points for r in plan.rules]
+        # Prefixes per chunk, intervals per evaluation slice (both powers of two) and the
+        # interval storage of one chunk.
+        self.chunk = [_pow2_floor(max(1, max_points // (K[j] * n0))) for j in range(d)]
+        self.slice = [_pow2_floor(max(1, max_points // K[j])) for j in range(d)]
+        # (at least two prefixes at max_intervals, so that one prefix always fits)
+        self.state_cap = [max(8 * self.chunk[j] * n0, 2 * (plan.core.max_intervals + n0))
+                          for j in range(d)]
+        self.evicted = [0] * d
+        self.steps = [0] * d
+        self.calls = [0] * d
+        self.intervals = [0] * d
+
+    def bucket(self, n: int) -> int:
+        return _bucket(n, self.base)
+
+    def level(self, j: int, P, A, count: int, base=None, chunk: int | None = None) -> _Out:
+        """Integrate over ``x_j`` for the first ``count`` prefixes of ``P`` (rows of ``A``).
+
+        ``base`` (top level only) replaces ``A`` as the scale of the inner tolerances.
+        Large batches are cut into chunks of at most ``chunk`` prefixes.
+        """
+        rows = P.shape[0]
+        chunk = chunk or self.chunk[j]
+        if count <= chunk and (rows == 1 or rows == self.bucket(count)):
+            return self._solve(j, P, A, count, base, chunk)
+        dt = _dtype(self.core)
+        M = self.core.n_real
+        z, zi = jnp.zeros((1, M), dt), jnp.zeros((1,), jnp.int32)
+        out = _k_alloc(_Out(z, z, z, zi, zi), rows=rows)
+        for start in range(0, count, chunk):
+            n = min(chunk, count - start)
+            size = self.bucket(n)
+            Pc, Ac = _k_take((P, A), start, size=size)
+            Bc = None if base is None else _k_take(base, start, size=size)
+            res = self._solve(j, Pc, Ac, n, Bc, chunk)
+            out = _k_put_rows(out, res, start, n)
+        return out
+
+    def _solve(self, j: int, P, A, count: int, base, chunk: int) -> _Out:
+        """One chunk; prefixes evicted for lack of storage are redone in smaller chunks."""
+        out, evicted = self._adapt(j, P, A, count, base)
+        if evicted is None:
+            return out
+        idx = np.flatnonzero(np.asarray(evicted))
+        n = idx.size
+        self.evicted[j] += n
+        log.debug("iterated: level %d evicted %d of %d prefixes", j, n, count)
+        padded = np.full(self.bucket(n), idx[0])
+        padded[:n] = idx
+        padded = jnp.asarray(padded)
+        Pe, Ae = _k_gather((P, A), padded)
+        Be = None if base is None else _k_gather(base, padded)
+        res = self.level(j, Pe, Ae, n, Be, chunk=max(1, min(chunk, n) // 4))
+        return _k_scatter(out, res, padded, n)
+
+    def _adapt(self, j: int, P, A, count: int, base):
+        """Adaptive loop of level ``j`` for one chunk of prefixes (module docstring).
+
+        Returns the per-prefix results and the mask of evicted prefixes (None if none).
+        """
+        plan, core = self.plan, self.core
+        B = P.shape[0]
+        innermost = j == plan.ndim - 1
+        rule = plan.rules[j]
+        self.calls[j] += 1
+        a, b, pid, inner_tol = _k_init(P, A if base is None else base, count, self.rho[j],
+                                       limits=plan.limits, level=j, n0=self.n0,
+                                       dtype=core.dtype)
+        n_state = count * self.n0
+        st = self._evaluate(j, P, inner_tol, a, b, pid, n_state)
+        out = _k_alloc(_Out(st.res[:1], st.res[:1], st.res[:1], st.flags[:1], st.flags[:1]),
+                       rows=B)
+        active = jnp.arange(B) < count
+        evicted_all = None
+        rtol = self.rtols[j]
+        while True:
+            stop = self.evaluations >= self.max_evals
+            self.stopped |= stop
+            split, keep, out, active, evicted, counts = _k_select(
+                st, n_state, A, rtol, active, out, stop, self.state_cap[j], core=core)
+            n_keep, n_split, n_active, n_evicted = (int(v) for v in np.asarray(counts))
+            self.steps[j] += 1
+            if n_evicted:
+                evicted_all = evicted if evicted_all is None else evicted_all | evicted
+            if n_active == 0:
+                return out, evicted_all
+            n_new = n_split * core.nsplit
+            new_size = self.bucket(n_new)
+            size = self.bucket(n_keep + n_new)
+            if innermost and self.fused and new_size <= self.slice[j]:
+                st, nonfinite = _k_refine_f(st, split, keep, P, n_keep, n_new, self.args,
+                                            f=plan.f, core=core, rule=rule,
+                                            new_size=new_size, size=size)
+                self.nonfinite.append(nonfinite)
+                self.evaluations += n_new * rule.n_points
+                self.intervals[j] += n_new
+            else:
+                ca, cb, cp = _k_children(st.a, st.b, st.pid, split, nsplit=core.nsplit,
+                                         size=new_size)
+                new = self._evaluate(j, P, inner_tol, ca, cb, cp, n_new)
+                st = _k_merge(st, keep, new, n_keep, n_new, size=size)
+            n_state = n_keep + n_new
+
+    def _evaluate(self, j: int, P, inner_tol, a, b, pid, count: int) -> _Intervals:
+        """QUADPACK estimates on the first ``count`` of the intervals ``(a, b, pid)``.
+
+        Innermost level: ``f`` at ``S·K`` points per slice.  Other levels: one call of
+        level ``j+1`` on the ``S·K`` node prefixes per slice.  ``S <= self.slice[j]``.
+        """
+        plan, core = self.plan, self.core
+        rule = plan.rules[j]
+        rows = a.shape[0]
+        # Innermost: slices of 16·4^k rows that cover ``count`` with little padding
+        # (``self.pieces`` slices or more; powers of two, so they tile the buffer).  Other
+        # levels: as few slices as possible, each is a whole adaptive call of the next level.
+        size = min(rows, self.slice[j])
+        if j == plan.ndim - 1:
+            size = min(size, _bucket(-(-count // self.pieces), 4))
+        K = rule.n_points
+        self.intervals[j] += count
+        out = None
+        for start in range(0, max(count, 1), size):
+            n = max(0, min(size, count - start))
+            if j == plan.ndim - 1:
+                pts, a_s, b_s, pid_s = _k_points(P, a, b, pid, start, rule=rule, size=size)
+                part, nonfinite = _k_eval_points(pts, a_s, b_s, pid_s, start, count, self.args,
+                                                 f=plan.f, core=core, rule=rule)
+                self.nonfinite.append(nonfinite)
+                self.evaluations += n * K
+            else:
+                X, AX = _k_nodes(P, inner_tol, a, b, pid, start, rule=rule, size=size)
+                inner = self.level(j + 1, X, AX, n * K)
+                part = _k_reduce(inner, a, b, pid, start, core=core, rule=rule, size=size)
+            if size == rows:
+                return part
+            if out is None:
+                out = _k_alloc(part, rows=rows)
+            out = _k_put_slice(out, part, start)
+        return out
+
+    def top(self, atol_u, base_u=None) -> _Out:
+        dt = _dtype(self.core)
+        U = self.core.n_user
+        P = jnp.zeros((1, 0), dt)
+        A = jnp.asarray(atol_u, dt).reshape(1, U)
+        base = None if base_u is None else jnp.asarray(base_u, dt).reshape(1, U)
+        return self.level(0, P, A, 1, base)
+
+    def nonfinite_count(self) -> int:
+        return int(sum(int(n) for n in jax.device_get(self.nonfinite)))
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float = 1e-6,
+              atol: float = 0.0, max_evals: int = 10**9, max_intervals: int = 256,
+              precision: str = "float64", args: tuple = (), inner_factor: float | None = None,
+              inner_tolerance: str = "auto", pilot_rtol: float = 1e-2, scale=None,
+              max_points: int | None = None, initial_intervals: int = 1, nsplit: int = 2,
+              split_fraction: float = 0.5, fused: bool | None = None) -> IntegrationResult:
+    """Iterated adaptive Gauss–Kronrod integration of ``f`` over a cube, box or simplex.
+
+    Seed 000 §4.3–4.4.1 (DCM): nested 1-D adaptive integration à la QUADPACK DQAGE,
+    vectorized over all 1-D integrals of a level (see the module docstring for the design and
+    the error accounting).
+
+    Args:
+        f: integrand, ``f(x[n, ndim], *args) -> values[n]`` or ``[n, m]``, real or complex,
+            traceable by JAX.  ``x[:, 0]`` is the outermost variable ``x1``.
+        ndim: number of variables.
+        domain: "cube" (``[0,1]^ndim``), "simplex" (``x_i >= 0``, ``Σ x_i <= 1``, iterated with
+            ``x_j <= 1 - x_1 - … - x_{j-1}``), ``(lower, upper)`` for a box, or a
+            :class:`Limits` with variable limits.
+        rules: None (GK21 for ``x1``, GK15 for the others), one rule for all ("gk15", "gk21",
+            "gk31" or a :class:`GaussKronrodRule`), or one per level, outermost first.
+        rtol, atol: the result meets ``|error| <= max(atol, rtol·|value|)`` per component.
+        max_evals: integrand evaluations (points) after which refinement stops everywhere;
+            the run can overshoot by the first estimates of integrals already started.
+        max_intervals: intervals per 1-D integral (QUADPACK's ``limit``).
+        precision: "float64" (default) or "float32".
+        args: extra (traced) arguments passed to ``f``; change them without recompiling.
+        inner_factor: None (even split of the tolerance between the levels) or a fixed
+            ``ρ``: each level asks its inner integrals for ``ρ`` times its own tolerance.
+        inner_tolerance: "auto" (pilot for the scale, inner tolerances ``max(absolute,
+            relative)``, and absolute only if the inner integrals cancel), "mixed" (the same
+            without the fallback), "absolute" (pilot, absolute inner tolerances) or
+            "relative" (classic: relative inner tolerances, no pilot).
+        pilot_rtol: tolerance of the pilot run.
+        scale: known size ``|I|`` (scalar or per component) that replaces the pilot run.
+        max_points: points per integrand call and prefixes per inner batch (memory bound);
+            default 2**16 on CPU, 2**21 on accelerators.
+        initial_intervals: equal pieces each 1-D range starts with (a power of two).
+        nsplit: pieces a refined interval is cut into.
+        split_fraction: ``η`` of the breadth-first rule (module docstring).
+        fused: fuse bisection, evaluation and merge of the innermost level into one kernel
+            per step (fewer launches, more compiled shapes); default: on for accelerators,
+            off on CPU.
+
+    Returns:
+        :class:`IntegrationResult`; ``info`` holds ``nonfinite``; per level (outermost
+        first, final run) ``steps``, ``calls``, ``intervals`` (evaluated) and ``evicted``
+        (prefixes redone); the ``pilot`` value, the tolerance scale ``tau``, the ``inner_tolerance`` mode used,
+        ``flags`` (limits hit anywhere below the top, informational when converged) and
+        ``runs`` (pilot and reruns included; ``evaluations`` counts all of them).
+    """
+    t0 = time.perf_counter()
+    check_tolerances(rtol, atol, max_evals)
+    if ndim < 1:
+        raise ValueError(f"ndim must be >= 1, got {ndim}")
+    if not _is_pow2(initial_intervals):
+        raise ValueError(f"initial_intervals must be a power of two, got {initial_intervals}")
+    if nsplit < 2 or max_intervals < 1:
+        raise ValueError("need nsplit >= 2 and max_intervals >= 1")
+    if inner_factor is not None and not 0 < inner_factor < 1:
+        raise ValueError(f"inner_factor must lie in (0, 1), got {inner_factor}")
+    if inner_tolerance not in ("auto", "absolute", "relative", "mixed"):
+        raise ValueError(f"inner_tolerance must be 'absolute' or 'relative', got {inner_tolerance!r}")
+    limits = as_limits(domain, ndim)
+    rules_t = _as_rules(rules, ndim)
+    dt = real_dtype(precision)
+    args = tuple(args)
+    nf = normalize_integrand(lambda x: f(x, *args), ndim, dt)
+    core = _Core(n_real=nf.n_components,
+                 n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
+                 is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
+                 max_intervals=int(max_intervals), eta=float(split_fraction))
+    plan = _Plan(f=f, ndim=ndim, limits=limits, rules=rules_t, core=core)
+    max_points = int(max_points or _default_max_points())
+    on_cpu = jax.default_backend() == "cpu"
+    if fused is None:
+        fused = not on_cpu
+    bucket_base = 4
+    U = core.n_user
+    atol_u = np.full(U, float(atol))
+
+    if inner_factor is None:
+        # Even split: each level's own quadrature error gets 1/d of the budget, so level j
+        # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
+        rho = [(ndim - j - 1) / (ndim - j) for j in range(ndim)]
+    else:
+        rho = [float(inner_factor)] * ndim
+
+    def chain(r0):
+        out = [r0]
+        for j in range(1, ndim):
+            out.append(out[-1] * rho[j - 1])
+        return out
+
+    def make_run(rtols, evaluations):
+        return _Run(plan, args, rtols=rtols, rho=rho, max_evals=int(max_evals),
+                    max_points=max_points, n0=initial_intervals, fused=fused,
+                    bucket_base=bucket_base, evaluations=evaluations)
+
+    def user_abs(x):
+        x = np.asarray(x)
+        return np.hypot(x[:U], x[U:]) if core.is_complex else np.abs(x)
+
+    runs = []
+    pilot_value = None
+    tau = None
+
+    def tolerance_scale(o: _Out):
+        # |I| per component, floored against exact cancellation by 1e-3 Σ|interval results|
+        val = user_abs(np.asarray(o.val[0]))
+        return np.maximum(val, 1e-3 * user_abs(np.asarray(o.absval[0])))
+
+    if rtol == 0 or inner_tolerance == "relative":
+        mode = "relative" if rtol else "absolute"
+        run = make_run(chain(rtol), 0)
+        out = run.top(atol_u)
+        runs.append(run)
+    else:
+        if scale is None:
+            pilot = make_run(chain(max(rtol, pilot_rtol)), 0)
+            p_out = pilot.top(atol_u)
+            runs.append(pilot)
+            pilot_value = nf.unpack(np.asarray(p_out.val[0]))
+            scale_u = tolerance_scale(p_out)
+        else:
+            scale_u = np.broadcast_to(np.abs(np.asarray(scale, dtype=complex)), (U,))
+        mode = "absolute" if inner_tolerance == "absolute" else "mixed"
+        tau = np.maximum(atol_u, rtol * scale_u)
+        for attempt in range(2):
+            inner_rtols = chain(rtol) if mode == "mixed" else [rtol] + [0.0] * (ndim - 1)
+            run = make_run(inner_rtols, runs[-1].evaluations if runs else 0)
+            out = run.top(atol_u, base_u=tau)
+            runs.append(run)
+            val, err = np.asarray(out.val[0]), np.asarray(out.err[0])
+            if attempt or run.stopped or real_tolerance_met(val, err, rtol, atol, nf):
+                break
+            tau_final = np.maximum(atol_u, rtol * tolerance_scale(out))
+            if np.any(tau > 1.5 * tau_final):
+                log.info("iterated: tolerance scale %s too loose (final %s); rerunning", tau,
+                         tau_final)
+            elif inner_tolerance == "auto" and int(out.own[0]) & FLAG_INNER:
+                # inner integrals could not deliver (cancellation: Σ w |F| >> |Σ w F|)
+                log.info("iterated: inner-limited with mixed tolerances; rerunning absolute")
+                mode = "absolute"
+            else:
+                break
+            tau = tau_final
+    run = runs[-1]
+    val = np.asarray(out.val[0])
+    err = np.asarray(out.err[0])
+    flags = int(out.flags[0])
+    nonfinite = int(sum(r.nonfinite_count() for r in runs))
+    evaluations = int(run.evaluations)
+    met = real_tolerance_met(val, err, rtol, atol, nf)
+    converged = bool(met and nonfinite == 0)
+    requested = float(np.max(np.maximum(atol_u, rtol * user_abs(val))))
+    if converged:
+        status = CONVERGED
+    elif nonfinite:
+        status = (f"{NONFINITE}: integrand NaN/inf at {nonfinite} points (counted as 0); "
+                  f"error {float(np.max(np.abs(err))):.3g}")
+    elif run.stopped or flags & FLAG_MAX_EVALS:
+        status = status_not_converged(MAX_EVALS, evaluations, user_abs(err), requested)
+    elif flags & FLAG_MEMORY:
+        status = status_not_converged(MEMORY_LIMIT, evaluations, user_abs(err), requested)
+    else:
+        status = status_not_converged(ROUNDOFF, evaluations, user_abs(err), requested)
+        if int(out.own[0]) & FLAG_INNER:
+            status += " (limited by the error of the inner integrals)"
+    seconds = time.perf_counter() - t0
+    info = {
+        "nonfinite": nonfinite,
+        "rules": [r.name for r in rules_t],
+        "domain": limits.name,
+        "inner_tolerance": mode,
+        "inner_factors": rho[:-1],
+        "tau": None if tau is None else tau.tolist(),
+        "pilot": pilot_value,
+        "runs": len(runs),
+        "steps": run.steps,
+        "calls": run.calls,
+        "intervals": run.intervals,
+        "evicted": run.evicted,
+        "flags": _flag_names(flags),
+        "max_points": max_points,
+    }
+    return IntegrationResult(value=nf.unpack(val), error=complex_error(err, nf),
+                             converged=converged, status=status, evaluations=evaluations,
+                             seconds=seconds, method=METHOD, info=info)
+
+
+def _flag_names(flags: int) -> list[str]:
+    names = {FLAG_MEMORY: "memory", FLAG_MAX_EVALS: "max_evals", FLAG_ROUNDOFF: "roundoff",
+             FLAG_INNER: "inner", FLAG_NONFINITE: "nonfinite"}
+    return [n for bit, n in names.items() if flags & bit]
+
+
+def integrate_box(f: Callable, lower, upper, **kw) -> IntegrationResult:
+    """:func:`integrate` over the box ``[lower, upper]`` (``ndim = len(lower)``)."""
+    lim = Limits.box(lower, upper)
+    return integrate(f, lim.ndim, domain=lim, **kw)

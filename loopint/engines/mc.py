@@ -1,0 +1,521 @@
+"""Monte Carlo integration over a box: counter-based RNG, antithetic variates, chunked sums.
+
+Estimator (seed 000, chapter 2, eqs. 2.1 and 2.5).  With ``n`` samples ``u_i`` uniform on the
+unit cube, mapped to the box by ``x = a + (b - a) u`` (volume ``V = prod (b - a)``),
+
+    Q f = V (1/n) sum_i g_i,      g_i = f(x_i)                   (plain)
+                                  g_i = (f(x_i) + f(x_i*)) / 2   (antithetic, x_i* from 1 - u_i)
+
+and the error estimate is the standard error of eq. 2.6 with ``lambda = 1`` (one sigma):
+
+    E = V sqrt( (sum g_i^2 - n gbar^2) / ((n - 1) n) ),
+
+i.e. for antithetic variates the sample variance of the *pair means* over the number of pairs.
+An antithetic pair costs two evaluations: it helps when ``f(u)`` and ``f(1-u)`` are negatively
+correlated (monotone integrands) and halves the efficiency when ``f(u) = f(1-u)`` (e.g. the
+tetrahedron-picking integrands); ``antithetic=False`` turns it off.
+
+Sums.  Samples are processed in chunks of ``chunk_size`` evaluations inside one jitted
+``lax.fori_loop``, so memory is constant however large ``N`` is (seed 000 section 2.4:
+"chunking").  Each chunk contributes its float64 sums ``sum (g - K)`` and ``sum (g - K)^2``
+(``K`` = mean of the first chunk, a fixed shift that removes the cancellation in
+``sum g^2 - n gbar^2`` without changing the estimator); the chunk sums are accumulated with
+Neumaier's compensated summation (the improved Kahan summation seed 000 uses as its round-off
+guard), so the accumulated round-off stays ``O(eps)`` for any number of chunks.  Integrand
+values are computed in ``precision`` (float64, or float32 opt-in) and always summed in float64.
+
+Random numbers.  Every sample has a global index ``s = 0, 1, 2, ...``; samples are grouped in
+stream blocks of ``BLOCK`` = 1024, and the uniforms of block ``b`` are a pure function of
+``(seed, b)``:
+
+- ``"threefry"`` (default): Threefry-2x32-20, the counter-based generator of Salmon, Moraes,
+  Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3" (SC'11), through JAX's own hash
+  (``jax.extend.random.threefry_2x32``, the primitive under ``jax.random``): the key of block
+  ``b`` is the seed's key with ``b`` folded in (``k_b = H_key(b_hi, b_lo)``), and the block's
+  words are ``H_(k_b)(j)`` for the word counter ``j``;
+- ``"philox"``: Philox-4x32-10 of the same paper (the generator seed 000 uses through
+  Random123), written here in ``uint32`` JAX ops: counter ``(word index, 0, b_lo, b_hi)``,
+  key = the two 32-bit halves of the seed.  Checked against Random123's known-answer vectors;
+- ``"lcg"``: the 64-bit linear congruential generator of seed 002,
+  ``x_(k+1) = a x_k + c mod 2^64`` with Knuth's MMIX constants ``a = 6364136223846793005``,
+  ``c = 1442695040888963407``; coordinate ``j`` of sample ``s`` is ``x_(s d + j + 1)``, the
+  consecutive stream.  Block starts are reached by jump-ahead (``x_(k+m) = A_m x_k + C_m``,
+  ``A_m = a^m``, ``C_m = c (a^m - 1)/(a - 1)``, composed by binary powering), and within a
+  block by seed 002's vectorized form ``x_(start+e) = A_e x_start + C_e`` with a precomputed
+  table ``(A_e, C_e)``.  Kept for comparison with seed 002: the low bits of a power-of-two LCG
+  are weak and consecutive d-tuples lie on hyperplanes; prefer the counter-based generators.
+
+64 (float64) or 32 (float32) random bits become ``u = (floor(bits / 2^12) + 1/2) 2^-52``
+(float32: ``(floor(bits / 2^9) + 1/2) 2^-23``), so ``u`` and ``1 - u`` are both exact and lie
+strictly inside (0, 1): integrands singular on the faces of the cube are never evaluated there.
+
+Because points depend on the global sample index only, two runs that end at the same number
+of samples (chunk sizes that divide ``n_start`` and the step targets the same way) differ only
+through the order of the float64 summation and the shift ``K``: round-off, ~1e-16 relative.
+(``chunk_size`` is rounded down to whole blocks, and evaluations are made in whole chunks.)
+The meta-algorithm's later steps continue the stream at new indices and never reuse a random
+number; the same ``seed`` gives bit-identical results on the same device and software.  With several devices the blocks of each chunk are sharded over them
+(``jax.sharding.NamedSharding`` on the block axis) and the per-chunk sums are reduced across
+devices by XLA; the points, hence the estimate up to round-off, are those of one device.
+
+Automatic integration (seed 000 section 2.4.3, Fig. 2.3): start with ``n_start`` evaluations;
+while the error exceeds ``max(atol, rtol |I|)`` and the budget allows, grow the total by a
+factor between 1.5 and ``growth`` (the factor ``1.1 (E / tol)^2`` that the 1/sqrt(N) law
+predicts, clipped to that range), keeping all previous samples.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend.random import threefry_2x32
+
+from ..precision import real_dtype
+from . import base
+
+log = logging.getLogger(__name__)
+
+BLOCK = 1024
+"""Samples per stream block: the unit in which random numbers are addressed."""
+
+RNGS = ("threefry", "philox", "lcg")
+
+# Knuth's MMIX LCG (seed 002, section 2; Knuth 1999)
+LCG_A = 6364136223846793005
+LCG_C = 1442695040888963407
+_M64 = (1 << 64) - 1
+
+# Philox-4x32 constants (Salmon et al. 2011; Random123 philox.h)
+_PHILOX_M0 = 0xD2511F53
+_PHILOX_M1 = 0xCD9E8D57
+_PHILOX_W0 = 0x9E3779B9
+_PHILOX_W1 = 0xBB67AE85
+
+
+# ----------------------------------------------------------------------------------------------
+# Philox-4x32-10
+
+def philox4x32(counter, key, rounds: int = 10):
+    """Philox-4x32-R block function on uint32 arrays.
+
+    ``counter``: tuple of four uint32 arrays (broadcastable), ``key``: tuple of two uint32
+    scalars/arrays.  Returns four uint32 arrays.  Round: ``(hi0, lo0) = M0 * c0``,
+    ``(hi1, lo1) = M1 * c2``, ``c <- (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0)``; key bumped by
+    the Weyl constants between rounds.
+    """
+    c0, c1, c2, c3 = (jnp.asarray(c, jnp.uint32) for c in counter)
+    k0, k1 = (jnp.asarray(k, jnp.uint32) for k in key)
+    m0 = jnp.uint64(_PHILOX_M0)
+    m1 = jnp.uint64(_PHILOX_M1)
+    lo_mask = jnp.uint64(0xFFFFFFFF)
+    for r in range(rounds):
+        if r:
+            k0 = k0 + jnp.uint32(_PHILOX_W0)
+            k1 = k1 + jnp.uint32(_PHILOX_W1)
+        p0 = m0 * c0.astype(jnp.uint64)
+        p1 = m1 * c2.astype(jnp.uint64)
+        hi0 = (p0 >> 32).astype(jnp.uint32)
+        lo0 = (p0 & lo_mask).astype(jnp.uint32)
+        hi1 = (p1 >> 32).astype(jnp.uint32)
+        lo1 = (p1 & lo_mask).astype(jnp.uint32)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+# ----------------------------------------------------------------------------------------------
+# 64-bit LCG with jump-ahead
+
+def lcg_jump(m: int, a: int = LCG_A, c: int = LCG_C) -> tuple[int, int]:
+    """``(A_m, C_m)`` with ``x_(k+m) = A_m x_k + C_m mod 2^64`` (binary powering, exact ints)."""
+    acc_a, acc_c = 1, 0
+    base_a, base_c = a, c
+    while m:
+        if m & 1:
+            acc_a, acc_c = (base_a * acc_a) & _M64, (base_a * acc_c + base_c) & _M64
+        base_a, base_c = (base_a * base_a) & _M64, (base_a * base_c + base_c) & _M64
+        m >>= 1
+    return acc_a, acc_c
+
+
+def _splitmix64(x: int) -> int:
+    """Seed scrambler (Steele, Lea & Flood 2014) so that nearby seeds start far apart."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+@functools.lru_cache(maxsize=32)
+def _lcg_inner(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A_e, C_e)`` for ``e = 1 .. BLOCK d``: the outputs of one block from its start state."""
+    length = BLOCK * d
+    ia, ic = np.empty(length, np.uint64), np.empty(length, np.uint64)
+    acc_a, acc_c = 1, 0
+    for e in range(length):
+        acc_a, acc_c = (LCG_A * acc_a) & _M64, (LCG_A * acc_c + LCG_C) & _M64
+        ia[e], ic[e] = acc_a, acc_c
+    return ia, ic
+
+
+@functools.lru_cache(maxsize=32)
+def _lcg_block_table(d: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A_(rL), C_(rL))`` for ``r = 0 .. nb-1``, ``L = BLOCK d``: starts of consecutive blocks."""
+    ja, jc = lcg_jump(BLOCK * d)
+    ta, tc = np.empty(nb, np.uint64), np.empty(nb, np.uint64)
+    acc_a, acc_c = 1, 0
+    for r in range(nb):
+        ta[r], tc[r] = acc_a, acc_c
+        acc_a, acc_c = (ja * acc_a) & _M64, (ja * acc_c + jc) & _M64
+    return ta, tc
+
+
+def _lcg_state_words(x0: int, block: int, d: int) -> np.ndarray:
+    """The LCG state at the start of stream block ``block`` as two uint32 words."""
+    a, c = lcg_jump(block * BLOCK * d)
+    x = (a * x0 + c) & _M64
+    return np.array([x >> 32, x & 0xFFFFFFFF], dtype=np.uint32)
+
+
+# ----------------------------------------------------------------------------------------------
+# uniforms of stream blocks
+
+def _unit_from_bits(bits, dtype):
+    """Map random bits to the symmetric open grid ``(k + 1/2) 2^-p`` (see module docstring)."""
+    if dtype == jnp.float64:
+        return ((bits >> 12).astype(jnp.float64) + 0.5) * 2.0**-52
+    return ((bits >> 9).astype(jnp.float32) + jnp.float32(0.5)) * jnp.float32(2.0**-23)
+
+
+def _block_uniforms(rng: str, key_data, blocks, d: int, dtype):
+    """Uniforms of the given stream blocks: shape ``(len(blocks), BLOCK, d)``.
+
+    ``key_data``: uint32[2] derived from the seed (:func:`seed_key_data`), or for ``"lcg"`` the
+    generator state at the start of ``blocks[0]``; ``blocks``: int64 block indices
+    (consecutive for ``"lcg"``).
+    """
+    nb = blocks.shape[0]
+    wide = dtype == jnp.float64
+    if rng == "threefry":
+        # fold the block index into the seed's key (the construction of jax.random.fold_in),
+        # then hash the word counter 0..W-1 under the block key (that of jax.random.bits).
+        # Calling the Threefry hash directly compiles ~10x faster than vmapped jax.random.
+        words = BLOCK * d * (2 if wide else 1)
+        hi = (blocks >> 32).astype(jnp.uint32)
+        lo = (blocks & 0xFFFFFFFF).astype(jnp.uint32)
+        keys = threefry_2x32(key_data, jnp.concatenate([hi, lo])).reshape(2, nb)
+        count = jnp.arange(words, dtype=jnp.uint32)
+        w = jax.vmap(lambda k0, k1: threefry_2x32(jnp.stack([k0, k1]), count))(keys[0], keys[1])
+        if wide:
+            w = w.reshape(nb, 2, words // 2).astype(jnp.uint64)
+            w = (w[:, 0] << 32) | w[:, 1]
+        bits = w.reshape(nb, BLOCK, d)
+    elif rng == "philox":
+        words = BLOCK * d * (2 if wide else 1)
+        calls = -(-words // 4)
+        j = jnp.arange(calls, dtype=jnp.uint32)[None, :]
+        hi = (blocks >> 32).astype(jnp.uint32)[:, None]
+        lo = (blocks & 0xFFFFFFFF).astype(jnp.uint32)[:, None]
+        out = philox4x32((j, jnp.zeros_like(j), lo, hi), (key_data[0], key_data[1]))
+        w = jnp.stack(out, axis=-1).reshape(nb, calls * 4)[:, :words]
+        if wide:
+            w = w.reshape(nb, words // 2, 2).astype(jnp.uint64)
+            w = (w[..., 0] << 32) | w[..., 1]
+        bits = w.reshape(nb, BLOCK, d)
+    elif rng == "lcg":
+        # key_data holds the LCG state at the start of blocks[0] (_lcg_state_words); blocks
+        # are consecutive, so block r of the batch starts at A_(rL) x + C_(rL) (L = BLOCK d)
+        ia, ic = _lcg_inner(d)
+        ta, tc = _lcg_block_table(d, nb)
+        x0 = (key_data[0].astype(jnp.uint64) << 32) | key_data[1].astype(jnp.uint64)
+        start = jnp.asarray(ta) * x0 + jnp.asarray(tc)
+        x = jnp.asarray(ia)[None, :] * start[:, None] + jnp.asarray(ic)[None, :]
+        if not wide:
+            x = (x >> 32).astype(jnp.uint32)
+        bits = x.reshape(nb, BLOCK, d)
+    else:
+        raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
+    return _unit_from_bits(bits, dtype)
+
+
+def seed_key_data(seed: int, rng: str) -> np.ndarray:
+    """The two uint32 words the generators are keyed with, derived from the integer seed."""
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    if rng == "lcg":
+        x0 = _splitmix64(seed & _M64)
+        return np.array([x0 >> 32, x0 & 0xFFFFFFFF], dtype=np.uint32)
+    if rng == "threefry":
+        return np.asarray(jax.random.key_data(jax.random.key(seed & _M64, impl="threefry2x32")),
+                          dtype=np.uint32)
+    return np.array([(seed >> 32) & 0xFFFFFFFF, seed & 0xFFFFFFFF], dtype=np.uint32)
+
+
+def uniforms(first_sample: int, n_samples: int, ndim: int, *, seed: int = 0,
+             rng: str = "threefry", precision: str = "float64") -> np.ndarray:
+    """The base uniforms ``u`` of samples ``first_sample .. first_sample + n_samples - 1``.
+
+    Exactly the numbers :func:`integrate_box` uses (before the antithetic reflection); both
+    arguments must be multiples of :data:`BLOCK`.  For tests and diagnostics.
+    """
+    if first_sample % BLOCK or n_samples % BLOCK:
+        raise ValueError(f"first_sample and n_samples must be multiples of {BLOCK}")
+    blocks = jnp.arange(first_sample // BLOCK, (first_sample + n_samples) // BLOCK, dtype=jnp.int64)
+    kd = seed_key_data(seed, rng)
+    if rng == "lcg":
+        kd = _lcg_state_words(int(kd[0]) << 32 | int(kd[1]), first_sample // BLOCK, ndim)
+    u = _uniforms_jit(rng, ndim, real_dtype(precision))(jnp.asarray(kd), blocks)
+    return np.asarray(u.reshape(n_samples, ndim))
+
+
+@functools.lru_cache(maxsize=16)
+def _uniforms_jit(rng: str, ndim: int, dtype):
+    return jax.jit(lambda kd, blocks: _block_uniforms(rng, kd, blocks, ndim, dtype))
+
+
+# ----------------------------------------------------------------------------------------------
+# compensated accumulation
+
+def neumaier_add(s, c, x):
+    """One step of Neumaier's compensated sum: returns ``(s + x, c + lost low-order part)``."""
+    t = s + x
+    lost = jnp.where(jnp.abs(s) >= jnp.abs(x), (s - t) + x, (x - t) + s)
+    return t, c + lost
+
+
+def inside_box(x, lo, span):
+    """Clip points ``x`` (in their own dtype) to the open box: one ulp inside each face.
+
+    ``lo + span * u`` can round onto a face even for ``u`` strictly inside (0, 1).
+    """
+    lo_ = lo.astype(x.dtype)
+    hi_ = (lo + span).astype(x.dtype)
+    return jnp.clip(x, jnp.nextafter(lo_, hi_), jnp.nextafter(hi_, lo_))
+
+
+def batch_sharding(ndev: int):
+    """``NamedSharding`` of a batch axis over the first ``ndev`` devices (None for one)."""
+    if ndev <= 1:
+        return None
+    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:ndev]), ("batch",))
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+
+
+@functools.lru_cache(maxsize=64)
+def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: bool,
+                 chunk_blocks: int, ndev: int):
+    """Build (and cache, keyed by the user's ``f``) the jitted chunk loop."""
+    dtype = real_dtype(precision)
+    norm = base.normalize_integrand(f, ndim, dtype)
+    m = norm.n_components
+    shard = batch_sharding(ndev)
+
+    def constrain(a):
+        return a if shard is None else lax.with_sharding_constraint(a, shard)
+
+    def chunk(key_data, lo, span, first_block):
+        blocks = constrain(first_block + jnp.arange(chunk_blocks, dtype=jnp.int64))
+        u = _block_uniforms(rng, key_data, blocks, ndim, dtype)
+        u = constrain(u).reshape(chunk_blocks * BLOCK, ndim)
+        lo_, span_ = lo.astype(dtype), span.astype(dtype)
+        y = norm.fn(inside_box(lo_ + span_ * u, lo, span)).astype(jnp.float64)
+        ok = jnp.all(jnp.isfinite(y), axis=1)
+        bad = jnp.sum(~ok)
+        if antithetic:
+            y2 = norm.fn(inside_box(lo_ + span_ * (1 - u), lo, span)).astype(jnp.float64)
+            ok2 = jnp.all(jnp.isfinite(y2), axis=1)
+            bad = bad + jnp.sum(~ok2)
+            ok = ok & ok2
+            g = 0.5 * (y + y2)
+        else:
+            g = y
+        g = jnp.where(ok[:, None], g, 0.0)
+        return g, ok, bad
+
+    if rng == "lcg":  # the carried key is the LCG state at the chunk start: advance it
+        ja, jc = lcg_jump(chunk_blocks * BLOCK * ndim)
+
+        def next_key(kd):
+            x = (kd[0].astype(jnp.uint64) << 32) | kd[1].astype(jnp.uint64)
+            x = jnp.uint64(ja) * x + jnp.uint64(jc)
+            return jnp.stack([(x >> 32).astype(jnp.uint32), (x & 0xFFFFFFFF).astype(jnp.uint32)])
+    else:
+        def next_key(kd):
+            return kd
+
+    @jax.jit
+    def run(state, key_data, lo, span, first_block, n_chunks):
+        def body(i, carry):
+            (s, cs, q, cq, k_shift, n_ok, n_bad), kd = carry
+            g, ok, bad = chunk(kd, lo, span,
+                               first_block + jnp.asarray(i, jnp.int64) * chunk_blocks)
+            cnt = jnp.sum(ok)
+            # the shift K: mean of the first chunk's finite samples, then frozen
+            chunk_mean = jnp.sum(g, axis=0) / jnp.maximum(cnt, 1)
+            k_shift = jnp.where(n_ok + n_bad == 0, chunk_mean, k_shift)
+            dg = jnp.where(ok[:, None], g - k_shift, 0.0)
+            s, cs = neumaier_add(s, cs, jnp.sum(dg, axis=0))
+            q, cq = neumaier_add(q, cq, jnp.sum(dg * dg, axis=0))
+            return (s, cs, q, cq, k_shift, n_ok + cnt, n_bad + bad), next_key(kd)
+
+        return lax.fori_loop(0, n_chunks, body, (state, key_data))[0]
+
+    def init():
+        z = jnp.zeros((m,), jnp.float64)
+        return (z, z, z, z, z, jnp.zeros((), jnp.int64), jnp.zeros((), jnp.int64))
+
+    return norm, run, init
+
+
+def _estimate(state, vol: float):
+    """Value and standard error (eq. 2.6, lambda = 1) from the accumulated state."""
+    s, cs, q, cq, k_shift, n_ok, _ = (np.asarray(a) for a in state)
+    n = int(n_ok)
+    if n == 0:
+        nan = np.full(s.shape, np.nan)
+        return nan, nan
+    s_tot, q_tot = s + cs, q + cq
+    mean = k_shift + s_tot / n
+    if n < 2:
+        return vol * mean, np.full(s.shape, np.inf)
+    var = np.maximum(q_tot - s_tot * s_tot / n, 0.0) / (n - 1)
+    return vol * mean, vol * np.sqrt(var / n)
+
+
+def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float = 0.0,
+                  max_evals: int = 10**9, seed: int = 0, n_start: int = 2**20, growth: float = 4,
+                  chunk_size: int = 2**22, antithetic: bool = True, rng: str = "threefry",
+                  precision: str = "float64", **opts) -> base.IntegrationResult:
+    """Monte Carlo estimate of ``int_box f`` with the automatic meta-algorithm of seed 000.
+
+    Args:
+        f: batched integrand ``x[n, d] -> values[n]`` or ``[n, m]``, real or complex, traceable
+            by JAX (it is jit-compiled; the compiled loop is cached per ``f`` object).
+        lower, upper: box limits (scalars or length-``d`` sequences); ``d`` is their length.
+            Pass ``ndim=d`` in ``opts`` when both are scalars.
+        rtol, atol: stop when every component has ``error <= max(atol, rtol |value|)``.
+        max_evals: evaluation budget (an antithetic pair counts 2).  Evaluations are made in
+            whole chunks, so the run may stop up to one chunk short of it.
+        seed: non-negative integer; same seed -> same random numbers.
+        n_start: evaluations of the first step.  growth: largest factor between steps.
+        chunk_size: evaluations per chunk (rounded to whole stream blocks of ``BLOCK``
+            samples, and to a multiple of the device count); memory scales with it.
+        antithetic: use ``u`` and ``1 - u`` (eq. 2.5).
+        rng: ``"threefry"``, ``"philox"`` or ``"lcg"`` (module docstring).
+        precision: ``"float64"`` or ``"float32"`` for points and integrand values; sums are
+            always float64.
+        opts: ``ndim`` (see above); ``callback`` (called after each step with a dict
+            ``{evaluations, value, error}``); ``devices`` (how many local devices to shard
+            over; default all).
+
+    Returns:
+        :class:`~loopint.engines.base.IntegrationResult` with ``method="mc"``; ``info`` holds
+        ``samples`` (pairs when antithetic), ``nonfinite`` (evaluations that returned NaN/inf,
+        excluded from the sums), ``steps``, ``history`` (evaluations, value, error per step),
+        ``rng``, ``seed``, ``antithetic``, ``chunk_evals``, ``devices``, ``precision``.
+
+    Status: ``"converged"`` when the tolerance is met and no non-finite value was seen;
+    ``"nonfinite: ..."`` when NaN/inf appeared (the estimate uses the finite pairs only);
+    ``"max_evals: ..."`` when the budget was spent first.
+    """
+    t0 = time.perf_counter()
+    ndim = opts.pop("ndim", None)
+    callback = opts.pop("callback", None)
+    ndev = opts.pop("devices", None)
+    if opts:
+        raise TypeError(f"mc.integrate_box got unknown options {sorted(opts)}")
+    if ndim is None:
+        ndim = max(np.size(lower), np.size(upper))
+    lo, hi = base.box(lower, upper, int(ndim))
+    base.check_tolerances(rtol, atol, max_evals)
+    if rng not in RNGS:
+        raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
+    real_dtype(precision)
+    if growth <= 1:
+        raise ValueError(f"growth must be > 1, got {growth}")
+    ndev = jax.device_count() if ndev is None else max(1, min(int(ndev), jax.device_count()))
+    per_sample = 2 if antithetic else 1
+    block_evals = BLOCK * per_sample
+    max_evals = int(max_evals)
+
+    chunk_blocks = max(1, min(int(chunk_size), int(n_start), max_evals) // block_evals)
+    chunk_blocks = -(-chunk_blocks // ndev) * ndev
+    chunk_evals = chunk_blocks * block_evals
+    budget_chunks = max_evals // chunk_evals
+    if budget_chunks < 1:
+        raise ValueError(f"max_evals={max_evals} is below one chunk ({chunk_evals} evaluations "
+                         f"= {chunk_blocks} blocks of {BLOCK} samples on {ndev} device(s))")
+
+    norm, run, init = _make_runner(f, lo.size, precision, rng, bool(antithetic), chunk_blocks, ndev)
+    key_words = seed_key_data(seed, rng)
+
+    def key_at(block: int):
+        if rng == "lcg":
+            return jnp.asarray(_lcg_state_words(int(key_words[0]) << 32 | int(key_words[1]),
+                                                block, lo.size))
+        return jnp.asarray(key_words)
+
+    span = hi - lo
+    vol = float(np.prod(span))
+    state = init()
+    done = 0
+    target = max(1, math.ceil(int(n_start) / chunk_evals))
+    history = []
+    value = error = None
+    met = False
+    while True:
+        target = min(target, budget_chunks)
+        new = target - done
+        if new <= 0:
+            break
+        state = run(state, key_at(done * chunk_blocks), jnp.asarray(lo), jnp.asarray(span),
+                    jnp.int64(done * chunk_blocks), jnp.int64(new))
+        done = target
+        value, error = _estimate(jax.device_get(state), vol)
+        evals = done * chunk_evals
+        history.append((evals, norm.unpack(value), base.complex_error(error, norm)))
+        if callback is not None:
+            callback({"evaluations": evals, "value": norm.unpack(value),
+                      "error": base.complex_error(error, norm)})
+        met = bool(np.all(np.isfinite(error))) and base.real_tolerance_met(value, error, rtol, atol, norm)
+        if met:
+            break
+        # predicted factor from the 1/sqrt(N) law, clipped to [1.5, growth]
+        tol = np.maximum(atol, rtol * np.abs(norm.unpack(value)))
+        err_user = base._combine_error(base.complex_error(error, norm))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = float(np.nanmax(np.where(tol > 0, err_user / tol, np.inf)))
+        factor = min(float(growth), max(min(1.5, float(growth)), 1.1 * ratio**2)) \
+            if np.isfinite(ratio) else float(growth)
+        target = max(done + 1, math.ceil(done * factor))
+
+    n_bad = int(np.asarray(state[6]))
+    n_ok = int(np.asarray(state[5]))
+    evaluations = done * chunk_evals
+    val_user = norm.unpack(value)
+    err_user = base.complex_error(error, norm)
+    if n_bad:
+        status = (f"{base.NONFINITE}: {n_bad} of {evaluations} evaluations returned NaN/inf and "
+                  f"were excluded (with their antithetic partner)" if antithetic else
+                  f"{base.NONFINITE}: {n_bad} of {evaluations} evaluations returned NaN/inf and "
+                  f"were excluded")
+    elif met:
+        status = base.CONVERGED
+    else:
+        requested = float(np.max(np.maximum(atol, rtol * np.abs(np.asarray(val_user)))))
+        status = base.status_not_converged(base.MAX_EVALS, evaluations, base._combine_error(err_user),
+                                           requested)
+    info = {"samples": n_ok, "nonfinite": n_bad, "steps": len(history), "history": history,
+            "rng": rng, "seed": int(seed), "antithetic": bool(antithetic),
+            "chunk_evals": chunk_evals, "devices": ndev, "precision": precision}
+    return base.IntegrationResult(value=val_user, error=err_user, converged=bool(met and not n_bad),
+                                  status=status, evaluations=evaluations,
+                                  seconds=time.perf_counter() - t0, method="mc", info=info)

@@ -1,0 +1,375 @@
+"""Lowering: a :class:`~loopint.diagram.Diagram` to one jitted, batched JAX integrand.
+
+The parametric integral of DESIGN section 4.1 (prefactor excluded; the driver applies it),
+
+    I(delta) = int_{x >= 0} delta(1 - sum x) prod_j x_j^(nu_j - 1) U^a / (F - i delta U S)^b,
+    a = nu - (L+1) D/2,  b = nu - L D/2,  S = sum_j x_j,
+
+is turned into ``f(u[n, d], kin[K, s], delta[R]) -> values[n, K*R]`` over a cube or simplex
+of dimension d = N - 1.  Kinematics (K points, s symbols) and regulators (R values) are runtime
+arrays: a new point or delta never recompiles, and all K*R components share one evaluation of
+the monomials of U and F.  Component ``k*R + r`` belongs to kinematic point k and delta r.
+
+S = 1 on the simplex, so the regulator is the seeds' F - i delta U there; the factor S makes
+F - i delta U S homogeneous of degree L+1, which keeps the projective (primary-sector) split
+exact.
+
+Code generation: U and F are expanded, their monomials in x shared through sympy's common
+subexpression elimination, and their coefficients (polynomials in the kinematic symbols)
+evaluated once per kinematic point.  The sympy trees are walked at trace time into jax.numpy
+operations (no string code, no exec), and XLA fuses the straight-line result into one kernel.
+
+Domains (``domain=``):
+  * ``"sequential"``: the map of seed 000 appendix C, x_1 = u_1, x_k = (1 - x_1 - ... -
+    x_{k-1}) u_k, x_N = 1 - sum; Jacobian prod_{k=1}^{N-2} (1 - x_1 - ... - x_k).
+  * ``"sectors"``: the primary-sector (Cheng-Wu) split: I = sum_l int_{[0,1]^{N-1}} f|_{x_l = 1},
+    exact because the integrand is homogeneous of degree -N; evaluated as one cube integrand.
+  * ``"simplex"``: x_1..x_{N-1} are the simplex coordinates themselves (sum <= 1), x_N = 1 - sum,
+    Jacobian 1: for the iterated engine, which integrates with variable limits.
+Boundary transformations (``transform=``, cube domains only): ``"none"``, ``"sidi<m>"``,
+``"korobov<r>"``, ``"baker"`` (see :mod:`loopint.engines.periodize`), applied per axis with
+their Jacobian before the domain map.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sympy
+
+from . import precision as _precision
+from .diagram import Diagram
+from .engines import periodize
+from .maps import simplex_columns_from_cube
+
+DOMAINS = ("sequential", "sectors", "simplex")
+
+
+def _walk(expr, env: dict, cache: dict):
+    """Evaluate a sympy expression tree with jax.numpy on the arrays in ``env``."""
+    key = expr
+    if key in cache:
+        return cache[key]
+    if expr.is_Symbol:
+        out = env[expr]
+    elif expr.is_Integer or expr.is_Rational or expr.is_Float:
+        out = float(expr)
+    elif expr.is_Add:
+        terms = [_walk(a, env, cache) for a in expr.args]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+    elif expr.is_Mul:
+        factors = [_walk(a, env, cache) for a in expr.args]
+        out = factors[0]
+        for t in factors[1:]:
+            out = out * t
+    elif expr.is_Pow:
+        base = _walk(expr.base, env, cache)
+        e = expr.exp
+        if e.is_Integer and 0 < int(e) <= 16:
+            out = _ipow(base, int(e))
+        elif e.is_Integer and -16 <= int(e) < 0:
+            out = 1.0 / _ipow(base, -int(e))
+        elif e == sympy.Rational(1, 2):
+            out = jnp.sqrt(base)
+        else:
+            out = base ** float(e)
+    else:
+        raise TypeError(f"cannot lower {type(expr).__name__}: {expr}")
+    cache[key] = out
+    return out
+
+
+def _ipow(b, k: int):
+    """b**k by repeated squaring (exact op count, fuses well)."""
+    result = None
+    while k:
+        if k & 1:
+            result = b if result is None else result * b
+        k >>= 1
+        if k:
+            b = b * b
+    return result
+
+
+@dataclass(frozen=True)
+class _PolyCode:
+    """A polynomial in x with kinematic coefficients, in two views.
+
+    * monomial view (for classification): ``exponents[T, N]`` and one sympy coefficient (in the
+      kinematic symbols) per monomial;
+    * evaluation view: P = sum_g kappa_g(kin) P_g(x), with kappa_g the distinct monomials in the
+      kinematic symbols and P_g(x) in Horner form, so that each P_g costs few multiplications and
+      all share subexpressions (CSE across U and F, done by :class:`Integrand`).
+    """
+
+    exponents: np.ndarray
+    coefficients: tuple
+    kin_monomials: tuple
+    horner: tuple
+
+
+def _poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> _PolyCode:
+    poly = sympy.Poly(sympy.expand(P), *xs)
+    expo, coefs = [], []
+    groups: dict = {}
+    for m, c in poly.terms():
+        expo.append(m)
+        coefs.append(c)
+        xmono = sympy.Mul(*[x**k for x, k in zip(xs, m)])
+        for term in sympy.Add.make_args(sympy.expand(c)):
+            num, kpart = term.as_coeff_Mul()
+            groups[kpart] = groups.get(kpart, 0) + num * xmono
+    keys = list(groups)
+    hs = tuple(sympy.horner(groups[k], *xs) if len(xs) else groups[k] for k in keys)
+    return _PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs)
+
+
+class Integrand:
+    """A lowered diagram: the bare regulated parametric integrand as a JAX function.
+
+    Args:
+        diagram: the :class:`Diagram`.
+        domain: ``"sequential"`` (default), ``"sectors"`` or ``"simplex"`` (see module doc).
+        transform: boundary transformation name for cube domains (default ``"none"``).
+        precision: ``"float64"`` (default; complex128) or ``"float32"`` (complex64).
+
+    Call ``integrand(u, kin, delta)`` with ``u[n, N-1]``, ``kin[K, len(symbols)]`` (columns in
+    the order of :attr:`symbols`) and ``delta[R]``; it returns ``[n, K*R]`` complex values, or
+    real ones from :meth:`real_call` (valid when every delta is 0 and F > 0).
+    """
+
+    def __init__(self, diagram: Diagram, *, domain: str = "sequential", transform: str = "none",
+                 precision: str = "float64"):
+        if domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
+        if domain == "simplex" and transform not in ("none", None):
+            raise ValueError("boundary transforms apply to cube domains, not to 'simplex'")
+        self.diagram = diagram
+        self.domain = domain
+        self.transform = periodize.get(transform or "none")
+        self.precision = precision
+        self.rdtype = _precision.real_dtype(precision)
+        self.cdtype = _precision.complex_dtype(precision)
+        self.xs = tuple(diagram.variables)
+        self.N = len(self.xs)
+        self.ndim = self.N - 1
+        if self.ndim < 1:
+            raise ValueError("a one-propagator integral has no integration variables left")
+        self.symbols = tuple(diagram.kinematic_symbols)
+        self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
+        self.a = sympy.nsimplify(diagram.U_exponent)
+        self.b = sympy.nsimplify(diagram.F_exponent)
+        self._U = _poly_code(diagram.U, self.xs)
+        self._F = _poly_code(diagram.F, self.xs)
+        nU = len(self._U.horner)
+        repl, reduced = sympy.cse(list(self._U.horner) + list(self._F.horner),
+                                  symbols=sympy.numbered_symbols("_cse"), optimizations="basic")
+        self._cse_repl = tuple(repl)
+        self._U_exprs = tuple(reduced[:nU])
+        self._F_exprs = tuple(reduced[nU:])
+        self._nu_minus_1 = tuple(sympy.nsimplify(p - 1) for p in diagram.powers)
+        self.call = jax.jit(self._evaluate)
+        self.real_call = jax.jit(partial(self._evaluate, real=True))
+
+    # ------------------------------------------------------------------ pieces
+    def kinematics_array(self, kinematics: Mapping[str, object]) -> np.ndarray:
+        """``kin[K, s]`` from a mapping of symbol -> number or 1-D array (broadcast to K)."""
+        missing = [s for s in self.symbols if s not in kinematics]
+        if missing:
+            raise KeyError(f"missing kinematic value(s) for {missing}")
+        cols = [np.atleast_1d(np.asarray(kinematics[s], dtype=np.float64)) for s in self.symbols]
+        K = max([len(c) for c in cols] + [1])
+        cols = [np.broadcast_to(c, (K,)) for c in cols]
+        return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
+
+    def F_coefficients(self, kin) -> np.ndarray:
+        """Coefficients of F's monomials (``F_exponents``) at each kinematic point: [K, T]."""
+        kin = np.asarray(kin, dtype=np.float64)
+        env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
+        cache: dict = {}
+        cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64), (kin.shape[0],))
+                for c in self._F.coefficients]
+        return np.stack(cols, axis=1)
+
+    @property
+    def F_exponents(self) -> np.ndarray:
+        return self._F.exponents
+
+    def _UF(self, cols, kin):
+        """U and F at points given as N columns ``[n]`` for kinematic points kin[K, s]: [n, K] each."""
+        env = dict(zip(self.xs, cols))
+        cache: dict = {}
+        for sym, sub in self._cse_repl:
+            env[sym] = _walk(sub, env, cache)
+        kenv = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
+        kcache: dict = {}
+        K = kin.shape[0]
+        out = []
+        for code, exprs in ((self._U, self._U_exprs), (self._F, self._F_exprs)):
+            total = None
+            for kappa, e in zip(code.kin_monomials, exprs):
+                p = _walk(e, env, cache)
+                k = jnp.broadcast_to(jnp.asarray(_walk(kappa, kenv, kcache), self.rdtype), (K,))
+                term = (p[:, None] if jnp.ndim(p) else p) * k[None, :]
+                total = term if total is None else total + term
+            out.append(total)
+        return out[0], out[1]
+
+    def _transform(self, u):
+        """Boundary transformation of cube coordinates: (t, weight or None)."""
+        if self.domain == "simplex" or self.transform.name == "none":
+            return u, None
+        t, w = self.transform.apply(u)
+        # the baker's map is measure preserving: its Jacobian is 1 (no weight to multiply)
+        return t, (None if self.transform.name == "baker" else w)
+
+    def _complement(self, u):
+        """1 - phi(u) without cancellation near u = 1 (for the sequential map's remainders).
+
+        Sidi's and Korobov's transforms are symmetric, phi(1 - u) = 1 - phi(u), and evaluate
+        phi on the nearer half, so phi(1 - u) keeps full relative accuracy; for the baker's
+        map 1 - phi(u) = |2u - 1|.  Unknown transforms fall back to the subtraction.
+        """
+        name = self.transform.name
+        if name == "none":
+            return 1.0 - u
+        if name == "baker":
+            return jnp.abs(2.0 * u - 1.0)
+        if name.startswith(("sidi", "korobov")):
+            return self.transform.phi(1.0 - u)
+        return None
+
+    def to_simplex(self, u):
+        """Map cube/simplex coordinates ``u[n, N-1]`` to ``(x[n, N], weight[n])``."""
+        cols, jac = self._columns(jnp.asarray(u, self.rdtype))
+        return jnp.stack(cols, axis=1), jac
+
+    def _columns(self, u):
+        """The N simplex coordinates as a list of [n] arrays, and the weight [n]."""
+        t, w = self._transform(u)
+        if self.domain == "sequential":
+            cols, jac = simplex_columns_from_cube(t, self._complement(u))
+        elif self.domain == "simplex":
+            cols = [t[:, i] for i in range(self.ndim)]
+            last = 1.0 - cols[0]
+            for c in cols[1:]:
+                last = last - c
+            cols.append(last)
+            jac = None
+        else:  # sectors: handled in _evaluate (N evaluations per point)
+            raise RuntimeError("to_simplex is not defined for the sector domain")
+        if w is not None:
+            jac = w if jac is None else jac * w
+        if jac is None:
+            jac = jnp.ones(t.shape[:1], self.rdtype)
+        return cols, jac
+
+    def _at(self, cols, kin, delta, real: bool):
+        """Bare integrand at points given as N columns (any scale for sectors) -> [n, K*R]."""
+        U, F = self._UF(cols, kin)                                         # [n, K] each
+        mono = None
+        for j, e in enumerate(self._nu_minus_1):
+            if e != 0:
+                f = _ipow(cols[j], int(e)) if e.is_Integer and e > 0 else cols[j] ** float(e)
+                mono = f if mono is None else mono * f
+        a, b = self.a, self.b
+        Ua = _power_real(U, a)
+        R = delta.shape[0]
+        if real:
+            val = Ua / _power_real(F, b)                                   # [n, K]
+            val = jnp.broadcast_to(val[:, :, None], val.shape + (R,))
+        else:
+            S = cols[0]
+            for c in cols[1:]:
+                S = S + c
+            im = -(delta[None, None, :] * U[:, :, None] * jnp.reshape(S, (-1, 1, 1)))
+            z = jax.lax.complex(jnp.broadcast_to(F[:, :, None], im.shape), im)
+            val = Ua[:, :, None] * _power_complex(z, b)
+        if mono is not None:
+            val = val * jnp.reshape(mono, (-1, 1, 1))
+        return val.reshape(val.shape[0], -1)
+
+    def _evaluate(self, kin, delta, u, real: bool = False):
+        kin = jnp.asarray(kin, self.rdtype)
+        delta = jnp.asarray(delta, self.rdtype)
+        u = jnp.asarray(u, self.rdtype)
+        if self.domain == "sectors":
+            t, w = self._transform(u)
+            total = None
+            for l in range(self.N):
+                cols = [t[:, i] for i in range(self.ndim)]
+                cols.insert(l, jnp.ones(t.shape[:1], self.rdtype))
+                v = self._at(cols, kin, delta, real)
+                total = v if total is None else total + v
+            return total if w is None else total * w[:, None]
+        cols, jac = self._columns(u)
+        return self._at(cols, kin, delta, real) * jac[:, None]
+
+    def polynomials(self, x, kin):
+        """U and F at simplex points ``x[n, N]`` for kinematic points ``kin[K, s]``: two [n, K]."""
+        x = jnp.asarray(x, self.rdtype)
+        kin = jnp.asarray(kin, self.rdtype)
+        return self._UF([x[:, j] for j in range(x.shape[1])], kin)
+
+    def __call__(self, u, kin, delta):
+        return self.call(kin, delta, u)
+
+    def bind(self, kinematics: Mapping[str, object] | np.ndarray, deltas: Sequence[float] = (0.0,),
+             real: bool = False):
+        """A one-argument integrand ``f(u) -> [n, K*R]`` for the engines.
+
+        Returned as a :class:`jax.tree_util.Partial`, a pytree whose arrays are leaves, so an
+        engine that passes it into a jitted step as an argument does not recompile for new
+        kinematics or deltas.
+        """
+        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        d = np.asarray(deltas, dtype=np.float64).reshape(-1)
+        fn = self._real_eval if real else self._complex_eval
+        return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype), jnp.asarray(d, self.rdtype))
+
+    def _real_eval(self, kin, delta, u):
+        return self._evaluate(kin, delta, u, real=True)
+
+    def _complex_eval(self, kin, delta, u):
+        return self._evaluate(kin, delta, u, real=False)
+
+
+def _power_real(v, e):
+    """v**e for real v > 0 and a rational exponent, exact integer powers where possible."""
+    e = sympy.nsimplify(e)
+    if e == 0:
+        return jnp.ones_like(v)
+    if e.is_Integer:
+        k = int(e)
+        return _ipow(v, k) if k > 0 else 1.0 / _ipow(v, -k)
+    if e == sympy.Rational(1, 2):
+        return jnp.sqrt(v)
+    if e == -sympy.Rational(1, 2):
+        return jax.lax.rsqrt(v)
+    return v ** float(e)
+
+
+def _power_complex(z, b):
+    """z**(-b) on the branch of (F - i0)^(-b): arg z in [-pi, 0] (Im z <= 0)."""
+    b = sympy.nsimplify(b)
+    if b == 0:
+        return jnp.ones_like(z)
+    if b.is_Integer:
+        k = int(b)
+        return 1.0 / _ipow(z, k) if k > 0 else _ipow(z, -k)
+    # general b: exp(-b (log|z| + i arg z)), with arg = -pi on the negative real axis even when
+    # the imaginary part is exactly zero (delta = 0): the +i0 of the propagators.
+    re, im = jnp.real(z), jnp.imag(z)
+    arg = jnp.arctan2(im, re)
+    arg = jnp.where((im == 0) & (re < 0), -jnp.pi, arg)
+    logmod = 0.5 * jnp.log(re * re + im * im)
+    fb = float(b)
+    return jnp.exp(-fb * logmod) * jax.lax.complex(jnp.cos(-fb * arg), jnp.sin(-fb * arg))

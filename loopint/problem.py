@@ -1,0 +1,335 @@
+"""Problems: a diagram, its kinematics, settings and reference, read from a TOML file.
+
+A :class:`Problem` is what ``loopint compute FILE`` and :func:`loopint.compute` work on.
+:func:`load` validates everything before anything is computed; every error is a
+:class:`SpecError` whose message names the file, the key and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import sympy
+
+from .diagram import Diagram, DiagramError, is_scaleless
+from .spec.expr import is_identifier
+
+METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
+DOMAINS = ("auto", "sequential", "sectors", "simplex")
+PREFACTORS = ("pysecdec", "none")
+
+_DIAGRAM_KEYS = {
+    "name", "dimension", "powers",
+    "internal_lines", "external_lines", "eliminate",
+    "loop_momenta", "propagators", "external_momenta",
+    "U", "F", "variables", "loops",
+    "scalar_products",
+}
+_TABLES = {"diagram", "kinematics", "integration", "regulator", "reference"}
+
+
+class SpecError(ValueError):
+    """Bad input: the message names the file (when there is one), the key and the problem."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to compute.  Every field has a default chosen by the package.
+
+    method: engine ('auto' picks: iterated GK for d <= 4 or the regulated physical region,
+        qmc otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
+        max_evals: integrand evaluations allowed per integral; precision: 'float64' or
+        'float32'; domain: simplex parametrization ('auto', 'sequential', 'sectors',
+        'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;
+        prefactor: 'pysecdec' (DESIGN 4.1) or 'none' (bare integral).
+    Regulator (DCM, seed 000 section 4.4): delta 'auto' (0 when Euclidean, else the sequence),
+        a number delta0 to force the sequence start, or 0 to force delta = 0;
+        delta_q: ratio q of delta_j = delta0 q^-j; delta_terms: maximum sequence length;
+        delta_min_terms: terms computed before the first extrapolation is trusted.
+    """
+
+    method: str = "auto"
+    rtol: float = 1e-6
+    atol: float = 0.0
+    max_evals: int = 10**9
+    precision: str = "float64"
+    domain: str = "auto"
+    transform: str = "none"
+    seed: int = 0
+    prefactor: str = "pysecdec"
+    delta: Any = "auto"
+    delta_q: float = 1.2
+    delta_terms: int = 20
+    delta_min_terms: int = 6
+
+    def updated(self, **kw) -> "Settings":
+        """A copy with some fields replaced (validated)."""
+        return validate_settings({**self.__dict__, **{k: v for k, v in kw.items() if v is not None}})
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Reference:
+    value: complex
+    error: float | None
+    source: str
+
+
+@dataclass
+class Problem:
+    """A diagram with kinematics, settings and (optionally) a reference value."""
+
+    diagram: Diagram
+    kinematics: dict
+    settings: Settings = field(default_factory=Settings)
+    reference: Reference | None = None
+    path: str | None = None
+
+    def with_kinematics(self, **values) -> "Problem":
+        kin = dict(self.kinematics)
+        kin.update(values)
+        return replace(self, kinematics=check_kinematics(self.diagram, kin, where=self.path))
+
+
+def _err(path, key, msg) -> SpecError:
+    where = f"{path}: " if path else ""
+    return SpecError(f"{where}{key}: {msg}" if key else f"{where}{msg}")
+
+
+def _number(v, path, key, *, positive=False, integer=False, allow_zero=True):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _err(path, key, f"must be a number, got {v!r}")
+    if not math.isfinite(v):
+        raise _err(path, key, f"must be finite, got {v!r}")
+    if integer and not float(v).is_integer():
+        raise _err(path, key, f"must be an integer, got {v!r}")
+    if positive and (v < 0 or (v == 0 and not allow_zero)):
+        raise _err(path, key, f"must be {'>= 0' if allow_zero else '> 0'}, got {v!r}")
+    return int(v) if integer else float(v)
+
+
+def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings:
+    """Check types and ranges of settings; unknown keys are errors."""
+    known = Settings.__dataclass_fields__
+    for k in d:
+        if k not in known:
+            raise _err(path, k, f"unknown setting (known: {', '.join(sorted(known))})")
+    s = dict(Settings().__dict__)
+    s.update(d)
+    if s["method"] not in METHODS:
+        raise _err(path, "method", f"must be one of {METHODS}, got {s['method']!r}")
+    if s["domain"] not in DOMAINS:
+        raise _err(path, "domain", f"must be one of {DOMAINS}, got {s['domain']!r}")
+    if s["prefactor"] not in PREFACTORS:
+        raise _err(path, "prefactor", f"must be one of {PREFACTORS}, got {s['prefactor']!r}")
+    if s["precision"] not in ("float64", "float32"):
+        raise _err(path, "precision", f"must be 'float64' or 'float32', got {s['precision']!r}")
+    s["rtol"] = _number(s["rtol"], path, "rtol", positive=True)
+    s["atol"] = _number(s["atol"], path, "atol", positive=True)
+    if s["rtol"] == 0 and s["atol"] == 0:
+        raise _err(path, "rtol", "rtol and atol cannot both be 0")
+    if 0 < s["rtol"] < 1e-14:
+        raise _err(path, "rtol", f"{s['rtol']} is below float64 resolution")
+    s["max_evals"] = _number(s["max_evals"], path, "max_evals", positive=True, integer=True,
+                             allow_zero=False)
+    s["seed"] = _number(s["seed"], path, "seed", positive=True, integer=True)
+    if not isinstance(s["transform"], str):
+        raise _err(path, "transform", f"must be a name, got {s['transform']!r}")
+    try:
+        from .engines import periodize
+        periodize.get(s["transform"])
+    except ValueError as e:
+        raise _err(path, "transform", str(e)) from None
+    if s["delta"] != "auto":
+        s["delta"] = _number(s["delta"], path, "delta", positive=True)
+    s["delta_q"] = _number(s["delta_q"], path, "delta_q", positive=True)
+    if not s["delta_q"] > 1:
+        raise _err(path, "delta_q", f"must be > 1, got {s['delta_q']}")
+    s["delta_terms"] = _number(s["delta_terms"], path, "delta_terms", integer=True, positive=True)
+    s["delta_min_terms"] = _number(s["delta_min_terms"], path, "delta_min_terms", integer=True,
+                                   positive=True)
+    if not 3 <= s["delta_min_terms"] <= s["delta_terms"] <= 60:
+        raise _err(path, "delta_terms", "need 3 <= delta_min_terms <= delta_terms <= 60")
+    return Settings(**s)
+
+
+def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None = None,
+                     allow_arrays: bool = True) -> dict:
+    """Validate kinematic values: every symbol present, finite numbers, masses >= 0."""
+    out = {}
+    for k, v in kin.items():
+        key = f"kinematics.{k}"
+        if not is_identifier(k):
+            raise _err(where, key, "not a valid symbol name")
+        if isinstance(v, (list, tuple, np.ndarray)) and allow_arrays:
+            try:
+                a = np.asarray(v)
+            except (ValueError, TypeError):  # ragged nested lists
+                raise _err(where, key, f"must be a number or a 1-D list of numbers, got {v!r}") from None
+            if a.dtype.kind not in "if" or a.ndim != 1 or a.size == 0:
+                raise _err(where, key, f"must be a number or a 1-D list of numbers, got {v!r}")
+            a = a.astype(np.float64)
+            if not np.all(np.isfinite(a)):
+                raise _err(where, key, "values must be finite (no NaN or inf)")
+            out[k] = a
+        else:
+            out[k] = _number(v, where, key)
+        if k in diagram.mass_symbols and np.any(np.asarray(out[k]) < 0):
+            raise _err(where, key, f"mass {k} is negative ({v}); masses are given as masses, not squared")
+    missing = [s for s in diagram.kinematic_symbols if s not in out]
+    if missing:
+        raise _err(where, "kinematics", f"missing value for {', '.join(missing)}")
+    sizes = {np.size(v) for v in out.values() if np.ndim(v)}
+    if len(sizes) > 1:
+        raise _err(where, "kinematics", f"arrays of different lengths {sorted(sizes)}")
+    if not sizes:
+        # a diagram with scales can still be scaleless at one point (massless bubble at p^2 = 0)
+        U, F = diagram.substitute({k: out[k] for k in diagram.kinematic_symbols})
+        if is_scaleless(U, F, diagram.variables):
+            raise _err(where, "kinematics", "scaleless integral at this kinematic point (the "
+                       "Newton polytope of U + F is degenerate; it vanishes in dimensional "
+                       "regularization): nothing to compute")
+    return out
+
+
+def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None) -> Diagram:
+    """Build a :class:`Diagram` from a ``[diagram]`` table, declaring only ``kin_names``."""
+    for k in t:
+        if k not in _DIAGRAM_KEYS:
+            raise _err(path, f"diagram.{k}", f"unknown key (known: {', '.join(sorted(_DIAGRAM_KEYS))})")
+    syms = {n: sympy.Symbol(n, real=True) for n in kin_names}
+    forms = [f for f, keys in (("graph", ("internal_lines",)), ("propagators", ("propagators",)),
+                               ("polynomials", ("U", "F"))) if any(k in t for k in keys)]
+    if len(forms) != 1:
+        raise _err(path, "diagram", "give exactly one of: internal_lines (graph), propagators, "
+                   f"or U and F (explicit polynomials); found {forms or 'none'}")
+    name = t.get("name", Path(path).stem if path else "diagram")
+    if not isinstance(name, str):
+        raise _err(path, "diagram.name", "must be a string")
+    common = {"dimension": t.get("dimension", 4), "powers": t.get("powers"), "name": name,
+              "symbols": syms}
+    dim = common["dimension"]
+    if isinstance(dim, bool) or not isinstance(dim, (int, float)) or not math.isfinite(dim) or dim <= 0:
+        raise _err(path, "diagram.dimension", f"must be a positive number, got {dim!r}")
+    sp = t.get("scalar_products", {})
+    if not isinstance(sp, dict):
+        raise _err(path, "diagram.scalar_products", "must be a table of \"p1*p2\" = \"expression\"")
+    allowed = {"graph": {"internal_lines", "external_lines", "eliminate"},
+               "propagators": {"loop_momenta", "propagators", "external_momenta"},
+               "polynomials": {"U", "F", "variables", "loops"}}[forms[0]]
+    for k in t:
+        other = _DIAGRAM_KEYS - allowed - {"name", "dimension", "powers", "scalar_products"}
+        if k in other:
+            raise _err(path, f"diagram.{k}", f"does not belong to the {forms[0]} form")
+    try:
+        if forms[0] == "graph":
+            return Diagram.from_graph(t["internal_lines"], t.get("external_lines", []), sp,
+                                      eliminate=t.get("eliminate"), **common)
+        if forms[0] == "propagators":
+            for k in ("loop_momenta",):
+                if k not in t:
+                    raise _err(path, f"diagram.{k}", "missing")
+            return Diagram.from_propagators(t["loop_momenta"], t["propagators"],
+                                            t.get("external_momenta"), sp, **common)
+        for k in ("U", "F", "variables", "loops"):
+            if k not in t:
+                raise _err(path, f"diagram.{k}", "missing (the explicit-polynomial form needs "
+                           "U, F, variables and loops)")
+        if sp:
+            raise _err(path, "diagram.scalar_products", "not used by the explicit-polynomial form")
+        return Diagram.from_polynomials(t["U"], t["F"], t["variables"], t["loops"], **common)
+    except DiagramError as e:
+        msg = str(e)
+        if "unknown symbol" in msg:
+            msg += "; kinematic symbols are declared by giving their values in [kinematics]"
+        if e.key and msg.startswith(e.key):
+            raise SpecError(f"{path + ': ' if path else ''}diagram.{msg}") from None
+        raise _err(path, f"diagram.{e.key}" if e.key else "diagram", msg) from None
+
+
+def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Problem:
+    """Validate a parsed TOML document into a :class:`Problem`."""
+    for k in doc:
+        if k not in _TABLES:
+            raise _err(path, k, f"unknown table or key (known: {', '.join(sorted(_TABLES))})")
+        if not isinstance(doc[k], dict):
+            raise _err(path, k, "must be a table")
+    if "diagram" not in doc:
+        raise _err(path, "diagram", "missing [diagram] table")
+    kin_raw = doc.get("kinematics", {})
+    for k in kin_raw:
+        if not is_identifier(k):
+            raise _err(path, f"kinematics.{k}", "not a valid symbol name")
+    diagram = diagram_from_table(doc["diagram"], list(kin_raw), path)
+    kin = check_kinematics(diagram, kin_raw, where=path)
+    settings_d = dict(doc.get("integration", {}))
+    reg = doc.get("regulator", {})
+    for k, v in reg.items():
+        mapped = {"delta": "delta", "q": "delta_q", "terms": "delta_terms",
+                  "min_terms": "delta_min_terms"}.get(k)
+        if mapped is None:
+            raise _err(path, f"regulator.{k}", "unknown key (known: delta, q, terms, min_terms)")
+        settings_d[mapped] = v
+    for k in settings_d:
+        if k.startswith("delta") and k in doc.get("integration", {}):
+            raise _err(path, f"integration.{k}", "regulator settings belong in [regulator]")
+    try:
+        settings = validate_settings(settings_d, None)
+    except SpecError as e:
+        key = str(e).split(":")[0]
+        table = "regulator" if key.startswith("delta") else "integration"
+        raise _err(path, f"{table}.{key}", str(e).split(": ", 1)[1]) from None
+    ref = None
+    if "reference" in doc:
+        r = doc["reference"]
+        for k in r:
+            if k not in ("value", "error", "source"):
+                raise _err(path, f"reference.{k}", "unknown key (known: value, error, source)")
+        if "value" not in r:
+            raise _err(path, "reference.value", "missing")
+        v = r["value"]
+        if isinstance(v, list):
+            if len(v) != 2:
+                raise _err(path, "reference.value", "give a number or [re, im]")
+            val = complex(_number(v[0], path, "reference.value"), _number(v[1], path, "reference.value"))
+        else:
+            val = complex(_number(v, path, "reference.value"))
+        err = r.get("error")
+        if err is not None:
+            if isinstance(err, list):
+                err = float(max(abs(_number(e, path, "reference.error")) for e in err))
+            else:
+                err = _number(err, path, "reference.error", positive=True)
+        src = r.get("source", "")
+        if not isinstance(src, str):
+            raise _err(path, "reference.source", "must be a string")
+        ref = Reference(val, err, src)
+    return Problem(diagram=diagram, kinematics=kin, settings=settings, reference=ref, path=path)
+
+
+MAX_FILE_BYTES = 1_000_000
+
+
+def load(path: str | Path) -> Problem:
+    """Read and validate a diagram file (DESIGN section 4.2)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise SpecError(f"{p}: cannot read file ({e.strerror})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(f"{p}: file larger than {MAX_FILE_BYTES} bytes")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpecError(f"{p}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{p}: malformed TOML: {e}") from None
+    return problem_from_dict(doc, str(p))

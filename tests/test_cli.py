@@ -1,0 +1,106 @@
+"""The command line as a user drives it: subprocesses, exit codes, JSON fields, PNG, scan."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DIAGRAMS = ROOT / "diagrams"
+JSON_FIELDS = {"value", "error", "converged", "status", "prefactor", "method", "delta",
+               "evaluations", "seconds", "device", "diagram", "kinematics", "settings", "version"}
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-m", "loopint.cli", *map(str, args)], cwd=cwd or ROOT,
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_compute_json_and_plot(tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    p = run("compute", DIAGRAMS / "triangle_below_threshold.toml", "--rtol", "1e-8",
+            "--json", out, "--plot", png)
+    assert p.returncode == 0, p.stderr
+    assert "converged" in p.stdout
+    d = json.loads(out.read_text())
+    assert JSON_FIELDS <= set(d)
+    assert d["converged"] is True and d["status"] == "converged"
+    ref = -0.548311355616075478824
+    assert abs(d["value"][0] - ref) <= 1e-8 * abs(ref) and d["value"][1] == 0
+    assert d["settings"]["rtol"] == 1e-8 and d["prefactor"] == "pysecdec"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+    assert matplotlib.image.imread(str(png)).ndim == 3
+
+
+def test_compute_not_converged_exit_1(tmp_path):
+    out = tmp_path / "r.json"
+    p = run("compute", DIAGRAMS / "triangle_above_threshold.toml", "--max-evals", "100",
+            "--json", out)
+    assert p.returncode == 1, p.stderr
+    d = json.loads(out.read_text())
+    assert d["converged"] is False and d["status"] != "converged"
+
+
+def test_bad_input_exit_2_nothing_written(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[diagram]\nU = "x1+x2"\nF = "q*x1*x2"\nvariables = ["x1", "x2"]\nloops = 1\n')
+    out = tmp_path / "r.json"
+    p = run("compute", bad, "--json", out)
+    assert p.returncode == 2
+    assert str(bad) in p.stderr and "diagram.F" in p.stderr and "'q'" in p.stderr
+    assert not out.exists()
+
+
+def test_usage_error_exit_2():
+    assert run("compute").returncode == 2
+    assert run("scan", DIAGRAMS / "triangle_below_threshold.toml", "--param", "zz=1:2:3").returncode == 2
+
+
+def test_show_every_diagram():
+    for f in sorted(DIAGRAMS.glob("*.toml")):
+        p = run("show", f)
+        assert p.returncode == 0, (f, p.stderr)
+        assert "U " in p.stdout and "F " in p.stdout and "region" in p.stdout
+
+
+def test_help_has_examples():
+    p = run("--help")
+    assert p.returncode == 0 and "example" in p.stdout
+    for sub in ("compute", "scan", "bench", "show"):
+        h = run(sub, "--help")
+        assert h.returncode == 0 and "example" in h.stdout
+
+
+def test_scan_equals_single_runs(tmp_path):
+    """A 50-point scan (one batched computation) gives the values of 50 single runs."""
+    import loopint
+    out = tmp_path / "scan.csv"
+    f = DIAGRAMS / "triangle_below_threshold.toml"
+    p = run("scan", f, "--param", "s=-5:3.5:50", "--rtol", "1e-9", "--csv", out)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 50
+    prob = loopint.load(f)
+    for row in rows:
+        single = loopint.compute(prob, kinematics={"s": float(row["s"]), "m": 1.0}, rtol=1e-9)
+        assert abs(float(row["re"]) - single.value.real) <= 1e-9 * abs(single.value)
+        assert row["converged"] == "True"
+
+
+def test_bench_quick_subset(tmp_path):
+    out = tmp_path / "bench.json"
+    env_quick = run("bench", "--suite", "seeds", "--quick", "--json", out)
+    assert env_quick.returncode == 0, env_quick.stderr
+    d = json.loads(out.read_text())
+    assert d["rows"], "bench produced no rows"
+    for r in d["rows"]:
+        assert {"case", "method"} <= set(r)

@@ -1,0 +1,164 @@
+"""Globally adaptive Genz–Malik cubature (loopint.engines.cubature).
+
+References: the closed-form values of ``loopint.testfunctions.genz_suite`` (seed 001 f1–f7,
+REFERENCES.md) and ``scipy.integrate.cubature`` (rule="genz-malik") as an independent code.
+"""
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import loopint  # noqa: F401  (float64)
+from loopint.engines import base, cubature
+from loopint.testfunctions import f3, f4, genz_suite
+
+CASES = {c.name: c for c in genz_suite()}
+
+# (case, rtol, max_evals, must converge).  Cheap on a 2-core CPU; the expensive rows of the
+# suite (8-D, f2, f6, high precision in 5-D) run with a small budget and are only checked
+# for honesty (a converged answer must be right, a stop must say why).
+SUITE = [
+    ("f3_3d", 1e-3, 10**6, True),
+    ("f3_3d", 1e-6, 10**6, True),
+    ("f3_3d", 1e-8, 10**6, True),
+    ("f3_3d", 1e-10, 10**7, True),
+    ("f3_5d", 1e-3, 10**6, True),
+    ("f4_5d", 1e-3, 3 * 10**6, True),
+    ("f5_5d", 1e-3, 5 * 10**6, True),
+    ("f6_6d", 1e-3, 7 * 10**4, False),   # discontinuous: budget-limited, honesty only
+    ("f1_8d", 1e-3, 2 * 10**5, False),   # sign-changing, 8-D: honesty only
+    ("f7_8d", 1e-3, 2 * 10**5, False),   # 8-D: honesty only
+]
+
+
+def _run(case, rtol, max_evals, **kw):
+    return cubature.integrate_box(case.f, np.zeros(case.ndim), np.ones(case.ndim), rtol=rtol,
+                                  max_evals=max_evals, **kw)
+
+
+@pytest.mark.parametrize("name,rtol,max_evals,must_converge", SUITE)
+def test_genz_suite(name, rtol, max_evals, must_converge):
+    case = CASES[name]
+    r = _run(case, rtol, max_evals)
+    true_rel = abs(r.value - case.exact) / abs(case.exact)
+    assert np.isfinite(r.value) and r.error >= 0
+    assert r.evaluations <= max_evals
+    if r.converged:
+        assert r.status == base.CONVERGED
+        assert true_rel <= rtol, (name, rtol, true_rel, r)
+        assert r.error <= rtol * abs(r.value)
+    else:
+        assert r.status.startswith(base.MAX_EVALS), r.status
+    if must_converge:
+        assert r.converged, r
+    assert r.info["regions"] >= 1 and r.info["iterations"] >= 0
+
+
+def _gauss_cos(x, xp=jnp):
+    return xp.exp(-x[:, 0] ** 2 - 2 * x[:, 1] ** 2) * xp.cos(x[:, 0] * x[:, 2])
+
+
+def _f3_numpy(x):
+    return (1 + x @ np.arange(1.0, 4.0)) ** -4
+
+
+def test_scipy_agreement():
+    """Same tolerance, same rule family, independent code: scipy.integrate.cubature."""
+    cub = pytest.importorskip("scipy.integrate").cubature
+    for f, f_np, lo, hi, rtol in [
+            (_gauss_cos, lambda x: _gauss_cos(x, np), [-1.0, 0.0, 0.5], [2.0, 1.5, 1.0], 1e-8),
+            (f3, _f3_numpy, [0.0] * 3, [1.0] * 3, 1e-6)]:
+        ref = cub(f_np, np.array(lo), np.array(hi), rule="genz-malik", rtol=rtol, atol=0)
+        assert ref.status == "converged"
+        r = cubature.integrate_box(f, lo, hi, rtol=rtol)
+        assert r.converged
+        assert abs(r.value - ref.estimate) <= r.error + ref.error
+        assert abs(r.value - ref.estimate) <= 2 * rtol * abs(ref.estimate)
+
+
+def test_memory_limit_returns_honest_best_estimate():
+    exact = CASES["f4_5d"].exact
+    r = cubature.integrate_box(f4, np.zeros(5), np.ones(5), rtol=1e-5, max_regions=4096,
+                               max_evals=10**8)
+    assert not r.converged
+    assert r.status.startswith(base.MEMORY_LIMIT), r.status
+    assert np.isfinite(r.value) and np.isfinite(r.error)
+    assert abs(r.value - exact) <= 3 * r.error
+    assert r.info["regions"] <= 4096
+
+
+def test_retiring_small_error_regions_frees_memory():
+    """At the region limit, tail regions of the Gaussian are retired and the run converges."""
+    exact = CASES["f4_5d"].exact
+    r = cubature.integrate_box(f4, np.zeros(5), np.ones(5), rtol=1e-3, max_regions=4096,
+                               max_evals=10**7)
+    assert r.info["retired_regions"] > 0
+    assert r.converged and abs(r.value - exact) <= 1e-3 * exact
+
+
+def _second(x):
+    return 1e3 * f3(x) + jnp.sin(x[:, 0])
+
+
+def _vector(x):
+    return jnp.stack([f3(x), _second(x)], axis=1)
+
+
+def test_vector_and_complex_integrands_match_componentwise_runs():
+    lo, hi = np.zeros(3), np.ones(3)
+    rtol = 1e-6
+    rv = cubature.integrate_box(_vector, lo, hi, rtol=rtol)
+    parts = [cubature.integrate_box(g, lo, hi, rtol=rtol) for g in (f3, _second)]
+    assert rv.converged and rv.value.shape == (2,) and rv.error.shape == (2,)
+    for k, p in enumerate(parts):
+        assert abs(rv.value[k] - p.value) <= rv.error[k] + p.error
+        assert abs(rv.value[k] - p.value) <= 2 * rtol * abs(p.value)
+
+    def fc(x):
+        return f3(x) + 1j * jnp.cos(x[:, 0] + x[:, 1])
+
+    rc = cubature.integrate_box(fc, lo, hi, rtol=rtol)
+    im_exact = 2 * math.cos(1) - math.cos(2) - 1       # ∫∫ cos(x+y) over [0,1]^2
+    assert rc.converged and isinstance(rc.value, complex) and isinstance(rc.error, complex)
+    assert abs(rc.value.real - parts[0].value) <= rc.error.real + parts[0].error
+    assert abs(rc.value.imag - im_exact) <= rc.error.imag + 1e-15
+    assert abs(rc.value - (CASES["f3_3d"].exact + 1j * im_exact)) <= rtol * abs(rc.value)
+
+
+def test_nonfinite_values_are_counted_and_never_converged():
+    r = cubature.integrate_box(lambda x: jnp.where(x[:, 0] < 0.1, jnp.nan, f3(x)),
+                               np.zeros(3), np.ones(3), rtol=1e-4)
+    assert not r.converged
+    assert r.status.startswith(base.NONFINITE) and r.info["nonfinite"] > 0
+    assert np.isfinite(r.value)
+
+
+def _exp_linear(x):
+    return jnp.exp(x[:, 0] + 2 * x[:, 1] - x[:, 2])
+
+
+def test_float32_and_box_and_validation():
+    r = cubature.integrate_box(f3, np.zeros(3), np.ones(3), rtol=1e-4, precision="float32")
+    assert r.converged
+    assert abs(r.value - CASES["f3_3d"].exact) <= 1e-4 * CASES["f3_3d"].exact
+    # A box: ∫ exp(x + 2y - z) over [-1, 0.5] x [0, 2] x [0, 1]
+    r = cubature.integrate_box(_exp_linear, [-1, 0, 0], [0.5, 2, 1], rtol=1e-9)
+    exact = (math.exp(0.5) - math.exp(-1)) * (math.exp(4) - 1) / 2 * (1 - math.exp(-1))
+    assert r.converged and abs(r.value - exact) <= 1e-9 * exact
+    with pytest.raises(ValueError):
+        cubature.integrate_box(f3, [0, 0, 0], [1, 0, 1])
+    with pytest.raises(ValueError):
+        cubature.integrate_box(f3, np.zeros(3), np.ones(3), rtol=-1)
+    with pytest.raises(ValueError):
+        cubature.integrate_box(f3, np.zeros(3), np.ones(3), max_evals=10)
+
+
+@pytest.mark.parametrize("name,rtol", [("f3_5d", 1e-6), ("f5_5d", 1e-4)])
+def test_degree_9_rule(name, rtol):
+    """The DCUHRE degree-9 rule reaches tolerances the 7/5 pair needs 10-40x more points for."""
+    case = CASES[name]
+    r = _run(case, rtol, 10**7, rule="dcuhre9")
+    assert r.converged and r.info["rule"] == "dcuhre9"
+    assert abs(r.value - case.exact) <= rtol * case.exact

@@ -1,0 +1,138 @@
+"""Lattice generating vectors: number theory, fast CBC against brute force, Korobov search, cache.
+
+References: the criterion is recomputed directly (``p2_error``, O(n d)) and the brute-force CBC
+and Korobov searches are written out here, independently of the FFT-based construction.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from loopint.engines import lattice
+
+
+@pytest.fixture(autouse=True)
+def tmp_cache(tmp_path, monkeypatch):
+    """Keep every test's lattice cache in a temporary directory, and the memo empty."""
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path))
+    lattice._MEMO.clear()
+    yield tmp_path
+    lattice._MEMO.clear()
+
+
+def test_primes_and_ladder():
+    small = [p for p in range(2, 200) if all(p % q for q in range(2, int(p**0.5) + 1))]
+    assert [p for p in range(200) if lattice.is_prime(p)] == small
+    assert lattice.is_prime(2**31 - 1) and not lattice.is_prime(2**32 + 1)
+    lad = lattice.ladder()
+    for k, n in zip(lattice.LADDER_LOG2, lad):
+        assert lattice.is_prime(n) and n <= 2**k
+        assert all(not lattice.is_prime(m) for m in range(n + 1, 2**k + 1))
+    assert lad[:4] == [1021, 2039, 4093, 8191]
+
+
+@pytest.mark.parametrize("n", [3, 101, 1021, 65521])
+def test_primitive_root(n):
+    g = lattice.primitive_root(n)
+    # g generates Z_n^*: its order is n - 1
+    seen, x = set(), 1
+    for _ in range(n - 1):
+        x = x * g % n
+        seen.add(x)
+    assert len(seen) == n - 1
+
+
+def _brute_cbc_min(prefix, n, gamma):
+    return min(lattice.p2_error(list(prefix) + [c], n, gamma[:len(prefix) + 1])
+               for c in range(1, n))
+
+
+@pytest.mark.parametrize("n,d,gamma", [(101, 5, 0.1), (257, 4, (1.0, 0.5, 0.25, 0.125)),
+                                       (127, 6, 1.0)])
+def test_fast_cbc_matches_brute_force(n, d, gamma):
+    """Each component of the fast (FFT) CBC attains the brute-force minimum of e^2."""
+    g = np.broadcast_to(np.asarray(gamma, float), (d,))
+    z = lattice.cbc(n, d, gamma)
+    assert z[0] == 1 and z.dtype == np.int64 and np.all((z > 0) & (z < n))
+    for s in range(2, d + 1):
+        got = lattice.p2_error(z[:s], n, g[:s])
+        best = _brute_cbc_min(z[:s - 1], n, g)
+        assert got == pytest.approx(best, rel=1e-10, abs=1e-15)
+
+
+def test_cbc_beats_random_vectors():
+    n, d = 1021, 8
+    e_cbc = lattice.p2_error(lattice.cbc(n, d), n)
+    rng = np.random.default_rng(1)
+    e_rand = [lattice.p2_error(rng.integers(1, n, d), n) for _ in range(50)]
+    assert e_cbc < np.min(e_rand)
+
+
+def test_p2_error_closed_form_one_dimension():
+    # d = 1, z = 1: e^2 = gamma * 2 pi^2 * (1/n) sum_k B2(k/n) = gamma * 2 pi^2 / (6 n^2)
+    n, gamma = 97, 0.3
+    assert lattice.p2_error([1], n, gamma) == pytest.approx(gamma * np.pi**2 / (3 * n**2), rel=1e-12)
+
+
+def test_korobov_full_search():
+    n, d = 251, 4
+    z, a = lattice.korobov(n, d, 0.5)
+    best = min(lattice.p2_error(lattice.korobov_vector(n, d, b), n, 0.5) for b in range(1, n))
+    assert lattice.p2_error(z, n, 0.5) == pytest.approx(best, rel=1e-12)
+    assert list(z) == [pow(a, j, n) for j in range(d)]
+
+
+def test_lattice_rule_integrates_characters():
+    """(1/n) sum_k exp(2 pi i h.x_k) is 1 on the dual lattice (h.z = 0 mod n) and 0 off it."""
+    n, d = 1021, 3
+    z = lattice.generating_vector(n, d)
+    k = np.arange(n)[:, None]
+    x = (k * z[None, :] % n) / n
+    for h in [(1, 0, 0), (2, -3, 1), (5, 7, -2)]:
+        s = np.mean(np.exp(2j * np.pi * x @ np.asarray(h)))
+        on = (np.dot(h, z) % n) == 0
+        assert abs(s - (1.0 if on else 0.0)) < 1e-9
+    h_dual = (int(z[1]), -1, 0)  # h.z = z1*1 - z1 = 0 mod n
+    assert abs(np.mean(np.exp(2j * np.pi * x @ np.asarray(h_dual))) - 1) < 1e-9
+
+
+def test_cache_written_reused_and_extended(tmp_cache):
+    n = 2039
+    z4 = lattice.generating_vector(n, 4)
+    files = list((tmp_cache / "lattice").glob("cbc_n2039_*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["n"] == n and data["z"] == [int(v) for v in z4]
+    assert data["e2"] == pytest.approx(lattice.p2_error(z4, n), rel=1e-12)
+    # a fresh process (empty memo) reads the file: tamper with it to prove it is read
+    data["z"] = [1, 3, 5, 7]
+    files[0].write_text(json.dumps(data))
+    lattice._MEMO.clear()
+    assert list(lattice.generating_vector(n, 3)) == [1, 3, 5]
+    # asking for more dimensions extends the stored prefix (CBC is extensible in d)
+    z6 = lattice.generating_vector(n, 6)
+    assert list(z6[:4]) == [1, 3, 5, 7]
+    assert list(z6) == list(lattice.cbc(n, 6, start=[1, 3, 5, 7]))
+
+
+def test_cache_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path / "a"))
+    assert lattice.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("LOOPINT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert lattice.cache_dir() == tmp_path / "x" / "loopint"
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", "")        # disk caches off: memory only
+    assert lattice.cache_dir() is None
+    z = lattice.generating_vector(1021, 3)
+    assert list(lattice.generating_vector(1021, 2)) == list(z[:2])
+    assert not (tmp_path / "x" / "loopint").exists()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        lattice.cbc(100, 3)
+    with pytest.raises(ValueError):
+        lattice.generating_vector(101, 3, method="sobol")
+    with pytest.raises(ValueError):
+        lattice.generating_vector(101, 3, gamma=(1.0, 0.5))
