@@ -295,7 +295,10 @@ def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
     """Errors of (re, im) of v*p from errors (re, im) of v (triangle inequality)."""
     pr, pi = abs(prefactor.real), abs(prefactor.imag)
     er, ei = np.abs(e.real), np.abs(e.imag)
-    return (pr * er + pi * ei) + 1j * (pi * er + pr * ei)
+    with np.errstate(invalid="ignore"):     # 0 * inf: a zero part of the prefactor adds nothing
+        a = np.where(pi == 0, 0.0, pi * ei)
+        b = np.where(pi == 0, 0.0, pi * er)
+    return _cplx(pr * er + a, b + pr * ei)
 
 
 def _fingerprint(problem: Problem, s: Settings, delta0: np.ndarray, method: str) -> str:

@@ -36,7 +36,6 @@ def simplex_columns_from_cube(u, one_minus_u=None):
     1 - phi(u) evaluated without cancellation (e.g. phi(1 - u) for a symmetric phi).
     """
     n, d = u.shape
-    omu = 1.0 - u if one_minus_u is None else one_minus_u
     rem = None
     jac = None
     cols = []
@@ -45,9 +44,12 @@ def simplex_columns_from_cube(u, one_minus_u=None):
             jac = rem
         elif k > 1:
             jac = jac * rem
-        xk = u[:, k] if rem is None else rem * u[:, k]
+        uk = u[:, k]
+        # per column, so that XLA fuses it into the consumer instead of materializing 1 - u
+        omk = 1.0 - uk if one_minus_u is None else one_minus_u[:, k]
+        xk = uk if rem is None else rem * uk
         cols.append(xk)
-        rem = omu[:, k] if rem is None else rem * omu[:, k]
+        rem = omk if rem is None else rem * omk
     cols.append(rem)
     if jac is None:
         jac = jnp.ones((n,), u.dtype)

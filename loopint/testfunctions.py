@@ -108,19 +108,19 @@ class TestCase:
     sign_changing: bool = False
 
 
+@mpmath.workdps(30)
 def _f1_exact(d: int) -> float:
     # Re of prod_k (e^{ik} - 1)/(ik)
-    mpmath.mp.dps = 30
     z = mpmath.mpf(1)
     for k in range(1, d + 1):
         z *= (mpmath.exp(1j * k) - 1) / (1j * k)
     return float(mpmath.re(z))
 
 
+@mpmath.workdps(30)
 def _f3_exact(d: int) -> float:
     # Iterated: int (1 + a.x)^(-d-1) over the cube; inclusion-exclusion closed form
     # sum_{S subset} (-1)^|S| (1 + sum_{i in S} i)^(-1) / (d! prod i)
-    mpmath.mp.dps = 30
     total = mpmath.mpf(0)
     for mask in range(1 << d):
         s = 1 + sum(i + 1 for i in range(d) if mask >> i & 1)
@@ -128,29 +128,29 @@ def _f3_exact(d: int) -> float:
     return float(total / (math.factorial(d) * math.prod(range(1, d + 1))))
 
 
+@mpmath.workdps(30)
 def _f4_exact(d: int) -> float:
-    mpmath.mp.dps = 30
     one = mpmath.sqrt(mpmath.pi) / 25 * mpmath.erf(mpmath.mpf(25) / 2)
     return float(one**d)
 
 
+@mpmath.workdps(30)
 def _f5_exact(d: int) -> float:
-    mpmath.mp.dps = 30
     one = (1 - mpmath.exp(-5)) / 5
     return float(one**d)
 
 
+@mpmath.workdps(30)
 def _f6_exact(d: int) -> float:
-    mpmath.mp.dps = 30
     p = mpmath.mpf(1)
     for i in range(1, d + 1):
         p *= (mpmath.exp(mpmath.mpf((i + 4) * (i + 3)) / 10) - 1) / (i + 4)
     return float(p)
 
 
+@mpmath.workdps(30)
 def _f7_exact(d: int) -> float:
     # E[(sum x_i^2)^11] over the cube: expand with multinomials of the moments 1/(2k+1).
-    mpmath.mp.dps = 30
     # polynomial in t: (sum_i x_i^2)^11 integrated = coefficient extraction via generating fn
     # int (sum x^2)^n = n! [t^n] (sum_k t^k/(k!(2k+1)))^d
     n = 11
@@ -165,6 +165,7 @@ def _f7_exact(d: int) -> float:
     return float(mpmath.factorial(n) * poly[n])
 
 
+@mpmath.workdps(30)
 def genz_suite() -> list[TestCase]:
     """The f1-f7 cases of REFERENCES.md (seed 001 section 4.1) at the listed dimensions."""
     src = "closed form (REFERENCES.md; seed 001 section 4.1)"
@@ -253,6 +254,7 @@ def tetrahedron_tetrahedron(x):
     return 1296.0 * _tetra_volume6(*pts) * jac
 
 
+@mpmath.workdps(30)
 def geometry_suite() -> list[TestCase]:
     """The tetrahedron-picking integrals of seed 000 chapter 3 with their exact values.
 
@@ -260,7 +262,6 @@ def geometry_suite() -> list[TestCase]:
     ``3977/216000 - pi^2/2160`` (cube; the seed prints 21600, a typo); ``13/720 - pi^2/15015``
     (Buchta & Reitzner 2001).
     """
-    mpmath.mp.dps = 30
     pi = mpmath.pi
     return [
         TestCase("sphere_tetrahedron_5d", sphere_tetrahedron, 5, float(4 * pi / 105),

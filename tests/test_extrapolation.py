@@ -17,7 +17,14 @@ import pytest
 import extrapolation as ex
 from extrapolation.result import NO_ACCELERATION, NONFINITE, STATUSES, TOO_FEW_TERMS
 
-mpmath.mp.dps = 40
+
+
+@pytest.fixture(autouse=True)
+def _forty_digits():
+    """The references here need 40 digits, whatever other test modules set at import."""
+    with mpmath.workdps(40):
+        yield
+
 
 DELTA = ex.geometric_sequence(1.0, 25)          # delta_j = 1.2**-j, the DCM sequence
 L_REAL = 0.7

@@ -11,6 +11,7 @@ asserts the true error is below 3 sigma in at least 19 of 20.  The 1e-4 runs are
 ``loopint.bench.sampling_cases``.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def test_lcg_jump_ahead_and_stream():
     for _ in range((first + count) * d):
         x = (mc.LCG_A * x + mc.LCG_C) % m64
         stream.append(x)
-    ref = ((np.array(stream[first * d:], dtype=np.uint64) >> np.uint64(12)).astype(float) + 0.5) * 2.0**-52
+    top52 = np.array(stream[first * d:], dtype=np.uint64) >> np.uint64(12)
+    ref = (top52.astype(float) + 0.5) * 2.0**-52
     u = mc.uniforms(first, count, d, seed=7, rng="lcg")
     np.testing.assert_array_equal(u.ravel(), ref)
 
@@ -264,7 +266,6 @@ def test_two_cpu_devices_same_points(tmp_path):
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    import json
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     one, two = out["1"], out["2"]
     assert two[3] == 2 and one[3] == 1 and one[2] == two[2]

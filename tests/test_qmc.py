@@ -12,12 +12,14 @@ with the same honesty check (true error within 3 estimated errors); the 1e-6 run
 the GPU benchmark (``loopint.bench.sampling_cases``).
 """
 
+import json
 import math
 import os
 import subprocess
 import sys
 import textwrap
 
+import jax
 import jax.numpy as jnp
 import mpmath
 import numpy as np
@@ -135,7 +137,6 @@ def test_error_is_standard_error_of_shift_means():
 
     r = qmc.integrate_box(g, [0] * d, [1] * d, rtol=1e-15, max_evals=q * n, seed=4)
     z = lattice.generating_vector(n, d)
-    import jax
     shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(4), 0), (q, d),
                                            dtype=jnp.float64))
     t = ((np.arange(n)[:, None] * z[None, :]) % n) / n
@@ -269,7 +270,6 @@ def test_two_cpu_devices(tmp_path):
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    import json
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["2"][2] == 2
     assert out["2"][0] == pytest.approx(out["1"][0], rel=1e-13)

@@ -63,7 +63,12 @@ def _twice(fn):
 
 
 def _mc_fixed_n(f, ndim, n, precision, chunk):
-    """MC with exactly ``n`` evaluations (the tolerance is out of reach on purpose)."""
+    """MC with ``n`` evaluations (to within one stream block per chunk; the tolerance is out of
+    reach on purpose): ``n`` is split into equal chunks of at most ``chunk`` evaluations."""
+    k = -(-n // chunk)
+    block = 2 * mc.BLOCK                      # evaluations per antithetic stream block
+    chunk = max(block, (n // k) // block * block)
+    n = k * chunk
     def go():
         return mc.integrate_box(f, [0] * ndim, [1] * ndim, rtol=1e-15, atol=0.0, max_evals=n,
                                 n_start=n, chunk_size=chunk, precision=precision)

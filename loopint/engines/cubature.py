@@ -22,12 +22,15 @@ the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insert
 totals and next selection size); the host loop reads a few scalars per step.  Buffers
 have fixed sizes from the ladder ``512·8^k``
 (:func:`~loopint.engines.genz_malik.capacity_for`), so a run compiles a handful of shapes;
-evaluation runs in chunks whose number follows the live region count.  When ``max_regions`` is reached, the regions with the smallest errors
-are retired into a fixed sum (together at most a quarter of the remaining error budget, as
-PAGANI's threshold rule, seed 001 section 3.5.3); if that frees too little, the run stops
-with a ``memory_limit`` status and its best estimate.
+evaluation runs in chunks whose number follows the live region count.
 
-Stops: converged; ``max_evals`` (the next step would exceed the budget); ``memory_limit``;
+When ``max_regions`` is reached, the regions with the smallest errors are retired into a
+fixed sum (together at most a quarter of the remaining error budget, as PAGANI's threshold
+rule, seed 001 section 3.5.3); if that frees too little, the run stops with a
+``memory_limit`` status and its best estimate.
+
+Stops: converged (checked from the first bisection step on, so that errors are two-level
+ones); ``max_evals`` (the next step would exceed the budget); ``memory_limit``;
 ``max_iterations``.  Non-finite integrand values are counted (``info["nonfinite"]``),
 replaced by 0, and make the status ``nonfinite: ...`` (never converged).
 """
@@ -46,8 +49,8 @@ from ..precision import real_dtype
 from . import base
 from .genz_malik import (StaticFunction, capacity_for, chunk_for, component_weights,
                          count_carrying, evaluate_buffer, make_rule, pad_rows, pow2_ceil,
-                         priority, requested_tolerance, smallest_within, top_mask, tolerance_targets, two_level_error,
-                         uniform_grid)
+                         priority, requested_tolerance, smallest_within, tolerance_targets,
+                         top_mask, two_level_error, uniform_grid)
 
 METHOD = "cubature"
 
@@ -105,7 +108,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         raise ValueError(f"max_evals={max_evals} is below one rule application on the "
                          f"{count} initial region(s) ({count * npts} points)")
     cap = min(capacity_for(max(count, 2)), top_cap)
-    state = (jnp.asarray(pad_rows(centers, cap), dtype), jnp.asarray(pad_rows(halfwidths, cap), dtype))
+    state = (jnp.asarray(pad_rows(centers, cap), dtype),
+             jnp.asarray(pad_rows(halfwidths, cap), dtype))
     scalars = dict(rtol=jnp.asarray(rtol, dtype), atol=jnp.asarray(atol, dtype),
                    share=jnp.asarray(share, dtype))
     retired_value = jnp.zeros((integrand.n_components,), dtype)
@@ -130,7 +134,10 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         total_value = np.asarray(total_value, np.float64)
         total_error = np.asarray(total_error, np.float64)
         requested = requested_tolerance(total_value, rtol, atol, integrand)
-        if base.real_tolerance_met(total_value, total_error, rtol, atol, integrand):
+        # Judge convergence only after a bisection step with two-level errors: a lone
+        # rule application can report an optimistic error.
+        if iterations >= 1 and base.real_tolerance_met(total_value, total_error, rtol, atol,
+                                                       integrand):
             stop = base.CONVERGED
             break
         if iterations >= max_iterations:

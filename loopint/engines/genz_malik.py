@@ -1,4 +1,8 @@
-"""The Genz–Malik degree-7 cubature rule with its embedded degree-5 rule, as data.
+"""Genz–Malik cubature rules as data, and the region-list machinery built on them.
+
+Default rule: degree 7 with an embedded degree-5 rule (:func:`genz_malik`).  Optional:
+the degree-9 rule with four null rules of DCUHRE / Cuba's Cuhre / the PAGANI code
+(:func:`genz_malik9`, ``rule="dcuhre9"`` in the engines; see :class:`GenzMalik9Rule`).
 
 Rule (Genz & Malik 1980, "An adaptive algorithm for numerical integration over an
 n-dimensional rectangular region", J. Comput. Appl. Math. 6, 295–302).  On the cube
@@ -42,11 +46,15 @@ in seed 001 section 3.2): when a parent ``P`` is bisected into siblings ``L, R``
 so a feature that the parent's rule saw but the children's rules miss still shows in the
 children's errors (:func:`two_level_error`).
 
-Everything here is a pure function of arrays: :func:`apply_rule` evaluates the rule on a batch
+Everything here is a pure function of arrays: :func:`apply_rule` evaluates a rule on a batch
 of regions with one integrand call on all ``R·N`` points; :func:`evaluate_regions` drives it
 over a fixed-size region buffer in chunks (bounded memory, one compiled shape per buffer
-size) inside the jitted steps of :mod:`loopint.engines.cubature` and
-:mod:`loopint.engines.pagani`, which share the buffer-size ladder :func:`capacity_for`.
+size); :func:`evaluate_buffer` is its jitted form for a user integrand, the only compiled
+code of :mod:`loopint.engines.cubature` and :mod:`loopint.engines.pagani` that depends on
+the integrand.  The two engines also share the buffer-size ladder :func:`capacity_for`,
+tolerance targets and priorities, and selection by octaves of the priority
+(:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`), which replaces
+sorting.
 """
 
 from __future__ import annotations
@@ -346,8 +354,8 @@ def make_rule(name: str, ndim: int):
 class RegionEstimates(NamedTuple):
     """Rule output for a batch of ``R`` regions (``M`` real integrand components)."""
 
-    value: jax.Array       # (R, M) degree-7 estimates
-    error: jax.Array       # (R, M) |I7 - I5|
+    value: jax.Array       # (R, M) basic-rule estimates (degree 7, or 9)
+    error: jax.Array       # (R, M) error estimates (|I7 - I5|, or the null-rule estimate)
     split_axis: jax.Array  # (R,) int32, fourth-difference choice
     nonfinite: jax.Array   # () int32, points with a NaN/inf component among valid regions
 

@@ -264,11 +264,38 @@ class _Core:
     eta: float
 
 
+@jax.tree_util.register_pytree_node_class
+class _Bound:
+    """``x -> f(x, *args)`` as a pytree: the arrays in ``args``, and in the arguments of a
+    :class:`jax.tree_util.Partial` ``f`` (as ``loopint.lower`` builds them), are traced
+    kernel arguments, so new δ values or kinematics reuse the compiled kernels; only the
+    underlying Python function is static."""
+
+    def __init__(self, func, pargs, pkw, args):
+        self.func, self.pargs, self.pkw, self.args = func, pargs, pkw, args
+
+    @classmethod
+    def of(cls, f, args: tuple) -> "_Bound":
+        if isinstance(f, jax.tree_util.Partial):
+            return cls(f.func, tuple(f.args), dict(f.keywords), args)
+        return cls(f, (), {}, args)
+
+    def __call__(self, x):
+        return self.func(*self.pargs, x, *self.args, **self.pkw)
+
+    def tree_flatten(self):
+        return (self.pargs, self.pkw, self.args), self.func
+
+    @classmethod
+    def tree_unflatten(cls, func, children):
+        return cls(func, *children)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     """Everything the host loop needs: the integrand, domain, rules and the core."""
 
-    f: Callable
+    fn: _Bound
     ndim: int
     limits: Limits
     rules: tuple
@@ -444,8 +471,8 @@ def _k_points(P, a, b, pid, start, *, rule: GaussKronrodRule, size: int):
     return _points(P, pid, _nodes(rule, a, b)), a, b, pid
 
 
-@functools.partial(jax.jit, static_argnames=("f", "core", "rule"))
-def _k_eval_points(pts, a, b, pid, start, count, args, *, f, core: _Core,
+@functools.partial(jax.jit, static_argnames=("core", "rule"))
+def _k_eval_points(pts, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
                    rule: GaussKronrodRule):
     """Innermost level: ``f`` at the points of :func:`_k_points` -> QUADPACK estimates.
 
@@ -455,7 +482,7 @@ def _k_eval_points(pts, a, b, pid, start, count, args, *, f, core: _Core,
     S = a.shape[0]
     K = rule.n_points
     valid = start + jnp.arange(S) < count
-    nf = normalize_integrand(lambda y: f(y, *args), pts.shape[1], _dtype(core))
+    nf = normalize_integrand(fn, pts.shape[1], _dtype(core))
     vals = nf.fn(pts).reshape(S, K, core.n_real)
     return _estimate_f(core, rule, vals, a, b, pid, valid)
 
@@ -644,13 +671,13 @@ def _merge(st: _Intervals, keep, new: _Intervals, n_keep, n_new, size: int):
 _k_merge = jax.jit(_merge, static_argnames=("size",))
 
 
-@functools.partial(jax.jit, static_argnames=("f", "core", "rule", "new_size", "size"))
-def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, args, *, f, core: _Core,
+@functools.partial(jax.jit, static_argnames=("core", "rule", "new_size", "size"))
+def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, core: _Core,
                 rule: GaussKronrodRule, new_size: int, size: int):
     """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
     ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
     valid = jnp.arange(new_size) < n_new
-    nf = normalize_integrand(lambda y: f(y, *args), P.shape[1] + 1, _dtype(core))
+    nf = normalize_integrand(fn, P.shape[1] + 1, _dtype(core))
     vals = nf.fn(_points(P, cp, _nodes(rule, ca, cb))).reshape(new_size, rule.n_points,
                                                                 core.n_real)
     new, nonfinite = _estimate_f(core, rule, vals, ca, cb, cp, valid)
@@ -668,12 +695,11 @@ def _default_max_points() -> int:
 class _Run:
     """One nested adaptive run: host loop around the kernels, budgets and statistics."""
 
-    def __init__(self, plan: _Plan, args, *, rtols, rho, max_evals: int,
+    def __init__(self, plan: _Plan, *, rtols, rho, max_evals: int,
                  max_points: int, n0: int, fused: bool, bucket_base: int,
                  evaluations: int = 0):
         self.plan = plan
         self.core = plan.core
-        self.args = args
         self.rtols = rtols
         self.rho = rho
         self.max_evals = max_evals
@@ -776,8 +802,8 @@ class _Run:
             new_size = self.bucket(n_new)
             size = self.bucket(n_keep + n_new)
             if innermost and self.fused and new_size <= self.slice[j]:
-                st, nonfinite = _k_refine_f(st, split, keep, P, n_keep, n_new, self.args,
-                                            f=plan.f, core=core, rule=rule,
+                st, nonfinite = _k_refine_f(st, split, keep, P, n_keep, n_new, plan.fn,
+                                            core=core, rule=rule,
                                             new_size=new_size, size=size)
                 self.nonfinite.append(nonfinite)
                 self.evaluations += n_new * rule.n_points
@@ -811,8 +837,8 @@ class _Run:
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
                 pts, a_s, b_s, pid_s = _k_points(P, a, b, pid, start, rule=rule, size=size)
-                part, nonfinite = _k_eval_points(pts, a_s, b_s, pid_s, start, count, self.args,
-                                                 f=plan.f, core=core, rule=rule)
+                part, nonfinite = _k_eval_points(pts, a_s, b_s, pid_s, start, count, plan.fn,
+                                                 core=core, rule=rule)
                 self.nonfinite.append(nonfinite)
                 self.evaluations += n * K
             else:
@@ -908,13 +934,13 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
     limits = as_limits(domain, ndim)
     rules_t = _as_rules(rules, ndim)
     dt = real_dtype(precision)
-    args = tuple(args)
-    nf = normalize_integrand(lambda x: f(x, *args), ndim, dt)
+    fn = _Bound.of(f, tuple(args))
+    nf = normalize_integrand(fn, ndim, dt)
     core = _Core(n_real=nf.n_components,
                  n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
                  max_intervals=int(max_intervals), eta=float(split_fraction))
-    plan = _Plan(f=f, ndim=ndim, limits=limits, rules=rules_t, core=core)
+    plan = _Plan(fn=fn, ndim=ndim, limits=limits, rules=rules_t, core=core)
     max_points = int(max_points or _default_max_points())
     on_cpu = jax.default_backend() == "cpu"
     if fused is None:
@@ -937,7 +963,7 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         return out
 
     def make_run(rtols, evaluations):
-        return _Run(plan, args, rtols=rtols, rho=rho, max_evals=int(max_evals),
+        return _Run(plan, rtols=rtols, rho=rho, max_evals=int(max_evals),
                     max_points=max_points, n0=initial_intervals, fused=fused,
                     bucket_base=bucket_base, evaluations=evaluations)
 

@@ -239,7 +239,8 @@ def cbc(n: int, d: int, gamma=DEFAULT_GAMMA, start: Sequence[int] = ()) -> np.nd
 def korobov(n: int, d: int, gamma=DEFAULT_GAMMA, budget: float = 2.0**26) -> tuple[np.ndarray, int]:
     """Korobov vector ``(1, a, ..., a^(d-1)) mod n`` minimizing ``e^2``; returns ``(z, a)``.
 
-    Candidates ``a = 1 .. (n-1)/2`` (``a`` and ``n - a`` score the same); when
+    Candidates ``a = 1 .. (n-1)/2`` coprime to ``n`` (``a`` and ``n - a`` score the same), so
+    any ``n`` works, e.g. powers of two; when
     ``n * d * #candidates`` exceeds ``budget`` a fixed pseudo-random subset (seeded by ``n``)
     of ``max(32, budget / (n d))`` candidates is searched.
     """
@@ -247,6 +248,7 @@ def korobov(n: int, d: int, gamma=DEFAULT_GAMMA, budget: float = 2.0**26) -> tup
         return np.ones(d, dtype=np.int64), 1
     g = _weights(gamma, d)
     cands = np.arange(1, (n - 1) // 2 + 1, dtype=np.int64)
+    cands = cands[np.gcd(cands, n) == 1]        # all of them for prime n; odd a for n = 2^m
     limit = max(32, int(budget // (n * d)))
     if cands.size > limit:
         rng = np.random.default_rng(n)

@@ -54,7 +54,8 @@ of samples (chunk sizes that divide ``n_start`` and the step targets the same wa
 through the order of the float64 summation and the shift ``K``: round-off, ~1e-16 relative.
 (``chunk_size`` is rounded down to whole blocks, and evaluations are made in whole chunks.)
 The meta-algorithm's later steps continue the stream at new indices and never reuse a random
-number; the same ``seed`` gives bit-identical results on the same device and software.  With several devices the blocks of each chunk are sharded over them
+number; the same ``seed`` gives bit-identical results on the same device and software.
+With several devices the blocks of each chunk are sharded over them
 (``jax.sharding.NamedSharding`` on the block axis) and the per-chunk sums are reduced across
 devices by XLA; the points, hence the estimate up to round-off, are those of one device.
 
@@ -485,7 +486,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
         if callback is not None:
             callback({"evaluations": evals, "value": norm.unpack(value),
                       "error": base.complex_error(error, norm)})
-        met = bool(np.all(np.isfinite(error))) and base.real_tolerance_met(value, error, rtol, atol, norm)
+        met = (bool(np.all(np.isfinite(error)))
+               and base.real_tolerance_met(value, error, rtol, atol, norm))
         if met:
             break
         # predicted factor from the 1/sqrt(N) law, clipped to [1.5, growth]
@@ -511,8 +513,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
         status = base.CONVERGED
     else:
         requested = float(np.max(np.maximum(atol, rtol * np.abs(np.asarray(val_user)))))
-        status = base.status_not_converged(base.MAX_EVALS, evaluations, base._combine_error(err_user),
-                                           requested)
+        status = base.status_not_converged(base.MAX_EVALS, evaluations,
+                                           base._combine_error(err_user), requested)
     info = {"samples": n_ok, "nonfinite": n_bad, "steps": len(history), "history": history,
             "rng": rng, "seed": int(seed), "antithetic": bool(antithetic),
             "chunk_evals": chunk_evals, "devices": ndev, "precision": precision}

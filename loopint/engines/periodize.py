@@ -20,7 +20,8 @@ Implemented (each a :class:`Periodization`; look them up with :func:`get`):
   ``phi'(t) = 140 t^3 (1-t)^3``.  Periodizes derivatives up to order ``r``.
 - ``"sidi<m>"`` / ``"sidi"`` (= ``sidi2``): Sidi's sin^m transform (A. Sidi, "A new variable
   transformation for numerical integration", 1993),
-  ``phi'(t) = sin^m(pi t) / int_0^1 sin^m(pi u) du``; ``m = 2``: ``phi(t) = t - sin(2 pi t)/(2 pi)``.
+  ``phi'(t) = sin^m(pi t) / int_0^1 sin^m(pi u) du``;
+  ``m = 2``: ``phi(t) = t - sin(2 pi t)/(2 pi)``.
   ``phi(t)`` is evaluated from the recursion
   ``S_m(t) = -sin^(m-1)(pi t) cos(pi t)/(m pi) + (m-1)/m S_(m-2)(t)``,
   ``S_0 = t``, ``S_1 = (1 - cos(pi t))/pi``.
@@ -144,4 +145,5 @@ def get(name: str) -> Periodization:
     if mt:
         order = int(mt.group(2))
         return korobov(order) if mt.group(1) == "korobov" else sidi(order)
-    raise ValueError(f"unknown periodization {name!r}; use korobov<r>, sidi, sidi<m>, baker or none")
+    raise ValueError(f"unknown periodization {name!r}; "
+                     "use korobov<r>, sidi, sidi<m>, baker or none")

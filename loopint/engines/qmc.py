@@ -36,8 +36,8 @@ with constant memory, and the per-shift float64 sums are accumulated across chun
 Neumaier compensation.  The lattice point, transform and weight are computed in float64; with
 ``precision="float32"`` only the integrand runs in float32.  Points are clipped into the open
 box (one ulp inside each face, in the integrand's precision) so that no evaluation lands on a
-face, where the transform's weight vanishes but the integrand may not be finite.  Non-finite values are
-counted (``info["nonfinite"]``), contribute zero, and the status is ``"nonfinite: ..."``.
+face, where the transform's weight vanishes but the integrand may not be finite.
+Non-finite values are counted (``info["nonfinite"]``), contribute zero, and the status is ``"nonfinite: ..."``.
 With several devices each chunk's indices are sharded over them (``NamedSharding``).
 """
 
@@ -118,7 +118,8 @@ def _make_runner(f: Callable, ndim: int, precision: str, period: str, q: int, c:
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
                   max_evals: int = 10**10, seed: int = 0, n_shifts: int = 8,
                   periodize: str = "korobov3", lattice: str = "cbc", n_start: int = 2**10,
-                  chunk_size: int = 2**22, precision: str = "float64", **opts) -> base.IntegrationResult:
+                  chunk_size: int = 2**22, precision: str = "float64",
+                  **opts) -> base.IntegrationResult:
     """Randomized rank-1 lattice rule estimate of ``int_box f`` (module docstring).
 
     Args:
@@ -172,7 +173,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     k0 = max(lattice_mod.LADDER_LOG2[0] - 4, math.ceil(math.log2(max(2, int(n_start)))))
     ladder = lattice_mod.ladder(range(k0, max(k0, max_log2) + 1))
     if q * ladder[0] > max_evals:
-        raise ValueError(f"max_evals={max_evals} is below one level ({q} shifts x {ladder[0]} points)")
+        raise ValueError(f"max_evals={max_evals} is below one level "
+                         f"({q} shifts x {ladder[0]} points)")
 
     key = jax.random.key(int(seed), impl="threefry2x32")
     span = hi - lo
@@ -227,8 +229,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         status = base.CONVERGED
     else:
         requested = float(np.max(np.maximum(atol, rtol * np.abs(np.asarray(val_user)))))
-        status = base.status_not_converged(base.MAX_EVALS, evaluations, base._combine_error(err_user),
-                                           requested)
+        status = base.status_not_converged(base.MAX_EVALS, evaluations,
+                                           base._combine_error(err_user), requested)
     info = {"n": int(history[-1][0]), "shifts": int(history[-1][1]), "levels": len(history),
             "history": history, "lattice": lattice, "periodize": period_name,
             "z": [int(v) for v in z], "nonfinite": n_bad, "precision": precision,
