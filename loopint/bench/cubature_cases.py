@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+import os
+
 import jax
 import numpy as np
 
@@ -28,6 +30,8 @@ def _budget(quick: bool) -> int:
     """Evaluation budget per run: large on an accelerator, modest on a CPU."""
     if quick:
         return 10**6
+    if os.environ.get("LOOPINT_BENCH_MAX_EVALS"):
+        return int(float(os.environ["LOOPINT_BENCH_MAX_EVALS"]))
     return 2 * 10**9 if jax.devices()[0].platform != "cpu" else 10**8
 
 
@@ -111,7 +115,12 @@ def run(quick: bool = False) -> list[dict]:
         if quick and case.name not in QUICK:
             continue
         rtols = QUICK[case.name] if quick else RTOLS
-        rows += _engine_rows(case, rtols, max_evals, device)
+        new = _engine_rows(case, rtols, max_evals, device)
+        if os.environ.get("LOOPINT_BENCH_STREAM"):
+            for r_ in new:
+                print({k: r_.get(k) for k in ("case", "method", "rtol", "true_error", "evaluations",
+                                               "seconds", "converged")}, flush=True)
+        rows += new
         for rtol in rtols:
             if case.ndim > 5 or rtol < 1e-6 or (quick and rtol < 1e-3):
                 continue
