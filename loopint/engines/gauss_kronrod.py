@@ -262,17 +262,19 @@ def qk_estimate(values, half_length, rule: GaussKronrodRule) -> QKEstimate:
         :class:`QKEstimate` with fields of shape ``(..., M)``, in ``values.dtype``.
     """
     dtype = values.dtype
-    wk = jnp.asarray(rule.kronrod_weights, dtype)
-    wg = jnp.asarray(rule.gauss_weights, dtype)
+    # Weighted sums over the node axis written as broadcast-and-reduce: XLA fuses each into
+    # one pass (on CPU about twice as fast as a contraction with the weight vector).
+    wk = jnp.asarray(rule.kronrod_weights, dtype)[:, None]
+    wg = jnp.asarray(rule.gauss_weights, dtype)[:, None]
     eps = jnp.finfo(dtype).eps
     tiny = jnp.finfo(dtype).tiny
     h = jnp.asarray(half_length, dtype)[..., None]
     dh = jnp.abs(h)
-    resk = jnp.einsum("...km,k->...m", values, wk)
-    resg = jnp.einsum("...km,k->...m", values, wg)
-    resabs = jnp.einsum("...km,k->...m", jnp.abs(values), wk)
+    resk = jnp.sum(values * wk, axis=-2)
+    resg = jnp.sum(values * wg, axis=-2)
+    resabs = jnp.sum(jnp.abs(values) * wk, axis=-2)
     mean = 0.5 * resk
-    resasc = jnp.einsum("...km,k->...m", jnp.abs(values - mean[..., None, :]), wk)
+    resasc = jnp.sum(jnp.abs(values - mean[..., None, :]) * wk, axis=-2)
     result = resk * h
     resabs = resabs * dh
     resasc = resasc * dh

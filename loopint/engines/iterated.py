@@ -451,8 +451,11 @@ def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
     dt = _dtype(core)
     h = 0.5 * (b - a)
     q = qk_estimate(values, h, rule)
-    wk = jnp.asarray(rule.kronrod_weights, dt)
-    ierr = jnp.abs(h)[:, None] * jnp.einsum("skm,k->sm", inner_err, wk)
+    if inner_err is None:       # innermost level: f is exact
+        ierr = jnp.zeros_like(q.result)
+    else:
+        wk = jnp.asarray(rule.kronrod_weights, dt)[:, None]
+        ierr = jnp.abs(h)[:, None] * jnp.sum(inner_err * wk, axis=1)
     at_ro = q.at_roundoff
     if core.is_complex:
         u = core.n_user
@@ -489,9 +492,11 @@ def _k_eval_points(pts, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
 
 def _estimate_f(core: _Core, rule: GaussKronrodRule, vals, a, b, pid, valid):
     finite = jnp.isfinite(vals)
-    vals = jnp.where(finite, vals, 0)
+    # Materialize the values once: otherwise XLA may fuse the integrand into each of the
+    # four weighted sums of the rule and evaluate it four times.
+    vals = jax.lax.optimization_barrier(jnp.where(finite, vals, 0))
     bad = ~jnp.all(finite, axis=2) & valid[:, None]
-    res, qerr, ierr, ok = _reduce(core, rule, vals, jnp.zeros_like(vals), a, b)
+    res, qerr, ierr, ok = _reduce(core, rule, vals, None, a, b)
     flags = jnp.where(jnp.any(bad, axis=1), FLAG_NONFINITE, 0).astype(jnp.int32)
     return _Intervals(a, b, pid, res, qerr, ierr, ok, flags), jnp.sum(bad)
 
@@ -551,25 +556,30 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
         return jnp.concatenate([x, jnp.zeros_like(x[:1])], axis=0)[seg]
 
     ok = st.ok & valid[:, None]
-    c = _comb(core, st.qerr)                               # (N, U)
-    # One segment sum for every per-prefix total (a single wide scatter-add is much cheaper
-    # than many narrow ones).
-    bits = [((st.flags >> bit) & 1).astype(dt)[:, None] for bit in range(_N_FLAGS)]
-    cols = jnp.concatenate(
-        [st.res, st.qerr, st.ierr, jnp.abs(st.res), jnp.where(ok, 0, c),
-         jnp.ones((N, 1), dt), jnp.any(ok, axis=1, keepdims=True).astype(dt)] + bits, axis=1)
-    cols = jnp.where(valid[:, None], cols, 0)
-    tot = jax.ops.segment_sum(cols, seg, num_segments=B + 1)[:B]
-    I, Eq, Ei, absval = (tot[:, k * M:(k + 1) * M] for k in range(4))
-    Eu = tot[:, 4 * M:4 * M + U]                           # error in unsplittable intervals
-    n_int = tot[:, 4 * M + U].astype(jnp.int32)
-    n_ok = tot[:, 4 * M + U + 1]
+    # Per-interval error per user component: |re| + |im| for complex ones, an upper bound of
+    # the modulus that is much cheaper than hypot on every interval.
+    c = st.qerr[:, :U] + st.qerr[:, U:] if core.is_complex else st.qerr       # (N, U)
+
+    def ssum(x):            # rows past ``count`` go to the dummy segment B
+        return jax.ops.segment_sum(x, seg, num_segments=B + 1)[:B]
+
+    I = ssum(st.res)
+    Et = ssum(st.qerr + st.ierr)
+    Ei = ssum(st.ierr)
+    # Σ|interval results| is only needed for the outermost integral (B == 1)
+    absval = ssum(jnp.abs(st.res)) if B == 1 else jnp.abs(I)
+    Eu = ssum(jnp.where(ok, 0, c))                         # error in unsplittable intervals
+    small = ssum(jnp.stack([jnp.ones((N,), dt), jnp.any(ok, axis=1).astype(dt)]
+                           + [((st.flags >> bit) & 1).astype(dt) for bit in range(_N_FLAGS)],
+                           axis=1))
+    n_int = small[:, 0].astype(jnp.int32)
+    n_ok = small[:, 1]
     inner_bits = jnp.zeros((B,), jnp.int32)
     for bit in range(_N_FLAGS):
-        inner_bits = inner_bits | ((tot[:, 4 * M + U + 2 + bit] > 0).astype(jnp.int32) << bit)
+        inner_bits = inner_bits | ((small[:, 2 + bit] > 0).astype(jnp.int32) << bit)
 
     tau = jnp.maximum(atol, rtol * _comb(core, I))         # (B, U)
-    E = _comb(core, Eq + Ei)
+    E = _comb(core, Et)
     need = E > tau
     conv = ~jnp.any(need, axis=1)
     ei = _comb(core, Ei)
@@ -578,9 +588,8 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     hopeless = jnp.any(blocked, axis=1)
     inner_limited = jnp.any(blocked & (ei >= Eu), axis=1)
 
-    safe_room = jnp.where(need & (room > 0), room, jnp.inf)
-    ratio = jnp.where(ok & at_seg(need), c / at_seg(safe_room), 0)
-    r = jnp.max(ratio, axis=1)                             # (N,)
+    inv_room = jnp.where(need & (room > 0), 1 / jnp.where(room > 0, room, 1), 0)
+    r = jnp.max(jnp.where(ok, c, 0) * at_seg(inv_room), axis=1)        # (N,)
     thr = core.eta / jnp.maximum(n_ok, 1)
     want = (r > at_seg(thr)) & valid
     demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B + 1)[:B]
@@ -621,7 +630,7 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     finish = active & ~go & ~evicted
     out = _Out(
         val=jnp.where(finish[:, None], I, out.val),
-        err=jnp.where(finish[:, None], Eq + Ei, out.err),
+        err=jnp.where(finish[:, None], Et, out.err),
         absval=jnp.where(finish[:, None], absval, out.absval),
         flags=jnp.where(finish, own | inner_bits, out.flags),
         own=jnp.where(finish, own, out.own))
@@ -805,7 +814,7 @@ class _Run:
                 st, nonfinite = _k_refine_f(st, split, keep, P, n_keep, n_new, plan.fn,
                                             core=core, rule=rule,
                                             new_size=new_size, size=size)
-                self.nonfinite.append(nonfinite)
+                self.count_nonfinite(nonfinite)
                 self.evaluations += n_new * rule.n_points
                 self.intervals[j] += n_new
             else:
@@ -839,7 +848,7 @@ class _Run:
                 pts, a_s, b_s, pid_s = _k_points(P, a, b, pid, start, rule=rule, size=size)
                 part, nonfinite = _k_eval_points(pts, a_s, b_s, pid_s, start, count, plan.fn,
                                                  core=core, rule=rule)
-                self.nonfinite.append(nonfinite)
+                self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
             else:
                 X, AX = _k_nodes(P, inner_tol, a, b, pid, start, rule=rule, size=size)
@@ -859,6 +868,12 @@ class _Run:
         A = jnp.asarray(atol_u, dt).reshape(1, U)
         base = None if base_u is None else jnp.asarray(base_u, dt).reshape(1, U)
         return self.level(0, P, A, 1, base)
+
+    def count_nonfinite(self, n) -> None:
+        """Collect the device counters without a host synchronisation per step."""
+        self.nonfinite.append(n)
+        if len(self.nonfinite) >= 256:
+            self.nonfinite = [jnp.sum(jnp.stack(self.nonfinite))]
 
     def nonfinite_count(self) -> int:
         return int(sum(int(n) for n in jax.device_get(self.nonfinite)))
