@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--suite", choices=["seeds", "generic", "all"], default="seeds")
     b.add_argument("--quick", action="store_true", help="small, fast version of each case")
     b.add_argument("--json", metavar="OUT", help="write the rows as JSON")
+    b.add_argument("--only", metavar="TEXT", help="only the seeds cases whose name contains TEXT")
     b.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
     return p
 
@@ -314,7 +315,7 @@ def _write_text_atomic(path: str, text: str) -> None:
 
 def cmd_bench(a) -> int:
     from .bench import run_suite
-    return run_suite(a.suite, quick=a.quick, json_path=a.json)
+    return run_suite(a.suite, quick=a.quick, json_path=a.json, only=a.only)
 
 
 def main(argv=None) -> int:

@@ -43,9 +43,11 @@ def _row(case, r, ref, warm_seconds, note):
     }
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, only: str | None = None) -> list[dict]:
     rows = []
     for case, fname, full, small, note in CASES:
+        if only is not None and only not in case:
+            continue
         if quick and small is None:
             continue
         kw = small if quick else full
