@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import logging
 import os
 import sys
-import time
 
 EXIT_OK, EXIT_NOT_CONVERGED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -189,7 +187,6 @@ class _Progress:
 
 
 def _print_result(r, reference=None) -> None:
-    import numpy as np
     print(f"value       {_fmt(complex(r.value), complex(r.error))}")
     print(f"status      {r.status}")
     if reference is not None:

@@ -20,11 +20,10 @@ form routes momenta through a spanning tree and uses the same formula.  A propag
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import sympy
@@ -523,8 +522,6 @@ def _route_momenta(edges, n_vertices, ext_vertex):
     momenta flow in.  Conservation at vertex v: sum_in q - sum_out q + sum_ext p = 0.
     """
     adj = [[] for _ in range(n_vertices)]
-    for j, (a, b) in enumerate(edges):
-        pass
     # vertices are indexed in order of first appearance; rebuild index from the edges
     order = list(dict.fromkeys(v for e in edges for v in e))
     idx = {v: i for i, v in enumerate(order)}

@@ -33,7 +33,6 @@ their Jacobian before the domain map.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import partial
 from typing import Mapping, Sequence

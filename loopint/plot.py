@@ -49,7 +49,7 @@ def plot_result(r, path: str, title: str = "") -> None:
             y = getattr(vals, part)
             ye = np.abs(getattr(errs, part))
             ax.errorbar(d, y, yerr=ye, fmt="o", ms=4, label=r"$I(\delta_j)$")
-            ax.axhline(lim, color="C3", lw=1, label=rf"extrapolated $\delta\to 0$")
+            ax.axhline(lim, color="C3", lw=1, label=r"extrapolated $\delta\to 0$")
             ax.axhspan(lim - abs(lerr), lim + abs(lerr), color="C3", alpha=0.2)
             ax.scatter([0.0], [lim], color="C3", zorder=3)
             ax.set_xlabel(r"$\delta$")
