@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
 
 from ..compute import compute, device_name
 from ..problem import load

@@ -17,7 +17,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import loopint  # noqa: F401  (x64)
 from ..lower import Integrand
