@@ -6,6 +6,7 @@ al. 1983, quoting L. W. Fullerton's 80-digit tables); scipy's QUADPACK (DQAGSE w
 ``limit=1`` returns DQK21's result and error for one interval).
 """
 
+import functools
 import warnings
 
 import jax.numpy as jnp
@@ -18,6 +19,12 @@ from loopint.engines.gauss_kronrod import (GK15, GK21, GK31, get_rule, kronrod_e
                                            qk_estimate, quadpack_error)
 
 RULES = [GK15, GK21, GK31]
+
+
+@functools.lru_cache(maxsize=None)
+def _construction(r: int):
+    """The 50-digit mpmath construction, shared by the tests that need it."""
+    return kronrod_extension(r, dps=50)
 
 
 def _moment(k: int) -> float:
@@ -42,7 +49,7 @@ def test_degrees_are_sharp(rule):
     """The next even monomial is not exact (checked at 50 digits: for GK31 the Kronrod
     defect at degree 48 is 5e-17, below double resolution)."""
     import mpmath as mp
-    nodes, wk, wg = kronrod_extension(rule.gauss_points, dps=50)
+    nodes, wk, wg = _construction(rule.gauss_points)
     kg = rule.gauss_degree + 1
     kk = rule.kronrod_degree + 1 + (rule.kronrod_degree + 1) % 2
     with mp.workdps(50):
@@ -66,7 +73,7 @@ def test_structure(rule):
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
 def test_tables_match_independent_construction(rule):
-    nodes, wk, wg = kronrod_extension(rule.gauss_points, dps=50)
+    nodes, wk, wg = _construction(rule.gauss_points)
     np.testing.assert_allclose([float(v) for v in nodes], rule.nodes, rtol=0, atol=2e-16)
     np.testing.assert_allclose([float(v) for v in wk], rule.kronrod_weights, rtol=0, atol=2e-17)
     np.testing.assert_allclose([float(v) for v in wg], rule.gauss_weights, rtol=0, atol=2e-17)

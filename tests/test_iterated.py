@@ -70,6 +70,11 @@ def test_1d_endpoint_singularity_and_box():
     r = iterated.integrate_box(lambda x: 1 / jnp.sqrt(x[:, 0]), [0.0], [4.0], rtol=1e-8)
     check(r, 4.0, 1e-8)
     assert r.method == "iterated" and r.info["rules"] == ["gk21"]
+    # cutting refined intervals in 4 halves the number of steps at an endpoint singularity
+    r4 = iterated.integrate_box(lambda x: 1 / jnp.sqrt(x[:, 0]), [0.0], [4.0], rtol=1e-8,
+                                nsplit=4)
+    check(r4, 4.0, 1e-8)
+    assert 2 * r4.info["steps"][0] <= r.info["steps"][0] + 2
 
 
 @pytest.mark.parametrize("domain,exact", [
@@ -227,7 +232,9 @@ def test_cancelling_inner_integrals_fall_back_to_absolute_tolerances():
     assert abs(rel.value - exact) <= rel.error
     r = iterated.integrate(f, 2, rtol=1e-6)
     check(r, exact, 1e-6)
-    assert r.info["inner_tolerance"] == "absolute" and r.info["runs"] == 3   # pilot, mixed, abs
+    # crude estimate, pilot, then absolute (the pilot is inner-limited already), or
+    # crude, pilot, mixed, absolute
+    assert r.info["inner_tolerance"] == "absolute" and r.info["runs"] in (3, 4)
 
 
 @pytest.mark.parametrize("mode", ["relative", "absolute", "mixed"])

@@ -93,7 +93,8 @@ def run(quick: bool = False) -> list[dict]:
             "compile_seconds": max(0.0, first - r.seconds),
             "evals_per_s": r.evaluations / max(r.seconds, 1e-12), "device": device,
             "converged": r.converged, "status": r.status,
-            "steps": r.info["steps"], "inner_tolerance": r.info["inner_tolerance"],
+            "steps": "/".join(map(str, r.info["steps"])),
+            "inner_tolerance": r.info["inner_tolerance"], "runs": r.info["runs"],
         })
     return rows
 

@@ -236,7 +236,8 @@ def get_rule(rule: str | GaussKronrodRule) -> GaussKronrodRule:
     try:
         return RULES[str(rule).lower()]
     except KeyError:
-        raise ValueError(f"unknown Gauss-Kronrod rule {rule!r}; choose one of {sorted(RULES)}") from None
+        raise ValueError(f"unknown Gauss-Kronrod rule {rule!r}; "
+                         f"choose one of {sorted(RULES)}") from None
 
 
 class QKEstimate(NamedTuple):
