@@ -222,11 +222,8 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     ndim = probe.ndim
 
     if direct:
-        method = _choose_method(s, ndim, regulated=False)
+        method, domain, ig = _setup_engine(diagram, s, ndim, regulated=False)
         methods.add(method)
-        domain = _choose_domain(s, method)
-        ig = Integrand(diagram, domain=domain, transform=_transform_for(s, method, domain),
-                       precision=s.precision)
         real = all(regions[k].kind == "euclidean" for k in direct)
         f = ig.bind(kin[direct], [0.0], real=real)
         r = _run_engine(method, f, ndim, s, s.rtol, s.atol / max(abs(prefactor), 1e-300), domain)
@@ -245,11 +242,8 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
                       "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
 
     if regulated:
-        method = _choose_method(s, ndim, regulated=True)
+        method, domain, ig = _setup_engine(diagram, s, ndim, regulated=True)
         methods.add(method)
-        domain = _choose_domain(s, method)
-        ig = Integrand(diagram, domain=domain, transform=_transform_for(s, method, domain),
-                       precision=s.precision)
         out = _delta_sequence(ig, kin[regulated], s, method, domain, prefactor, progress,
                               checkpoint, resume, problem, t_start)
         value[regulated] = out["value"]
@@ -284,10 +278,13 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     return result
 
 
-def _transform_for(s: Settings, method: str, domain: str) -> str:
-    if domain == "simplex":
-        return "none"
-    return s.transform
+def _setup_engine(diagram: Diagram, s: Settings, ndim: int, regulated: bool):
+    """(method, domain, lowered integrand) for the direct or the regulated points."""
+    method = _choose_method(s, ndim, regulated=regulated)
+    domain = _choose_domain(s, method)
+    transform = "none" if domain == "simplex" else s.transform
+    return method, domain, Integrand(diagram, domain=domain, transform=transform,
+                                     precision=s.precision)
 
 
 def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
