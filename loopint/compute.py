@@ -127,7 +127,7 @@ def _choose_domain(settings: Settings, method: str) -> str:
 
 
 def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
-                domain: str) -> IntegrationResult:
+                domain: str, scale=None) -> IntegrationResult:
     mod = engine_module(method)
     kw: dict = dict(rtol=rtol, atol=atol, max_evals=int(settings.max_evals))
     if method in ("qmc", "mc"):
@@ -135,6 +135,11 @@ def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol
     if settings.precision != "float64":
         kw["precision"] = settings.precision
     if method == "iterated":
+        if scale is not None:
+            # delta sequence after its first step: the size of the integral is known (the
+            # previous delta), and the regulated integrand cancels strongly, so absolute inner
+            # tolerances directly (no pilot run; iterated.integrate reruns if it was too loose)
+            kw.update(scale=scale, inner_tolerance="absolute")
         return mod.integrate(f, ndim, domain="simplex", **kw)
     return mod.integrate_box(f, np.zeros(ndim), np.ones(ndim), **kw)
 
@@ -362,7 +367,12 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
             ds = np.concatenate([ds, np.full(DELTA_STEP - step, ds[-1])])
         t0 = time.perf_counter()
         f = ig.bind(kin, ds, real=False)
-        r = _run_engine(method, f, ig.ndim, s, rtol_i, atol_i, domain)
+        scale = None
+        if vals and method == "iterated":
+            last = np.abs(np.asarray(vals[-1]))                           # [P]
+            if np.all(np.isfinite(last)) and np.all(last > 0):
+                scale = np.repeat(last, DELTA_STEP)                       # component p*R + r
+        r = _run_engine(method, f, ig.ndim, s, rtol_i, atol_i, domain, scale)
         dt = time.perf_counter() - t0
         v = np.asarray(r.value).reshape(P, -1)[:, :step]
         e = np.asarray(r.error).reshape(P, -1)[:, :step]

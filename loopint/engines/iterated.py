@@ -103,7 +103,7 @@ Performance notes
 -----------------
 Every adaptive step of every level costs one host synchronisation (four counters) and a
 few kernel launches; the total number of steps is about the product of the steps per level,
-so few, large steps matter on a GPU: ``max_points`` (default 2^21 points per integrand call
+so few, large steps matter on a GPU: ``max_points`` (up to 2^23 points per integrand call
 on accelerators) sets the batch, ``fused`` (default on accelerators) makes the innermost step
 one kernel, ``nsplit = 4`` halves the steps at endpoint singularities for more evaluations.
 Buffers come in size classes ``16·4^k`` (CPU: at least 64 rows, innermost batches of at most
@@ -117,6 +117,7 @@ import dataclasses
 import functools
 import logging
 import math
+import os
 import time
 from typing import Callable, NamedTuple, Sequence
 
@@ -570,13 +571,17 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     def at_seg(x):          # per-prefix array -> per-interval (row B is a dummy)
         return jnp.concatenate([x, jnp.zeros_like(x[:1])], axis=0)[seg]
 
+    # Padding rows (segment B) are dropped by the segment reductions (an out-of-range
+    # segment id): summing them into one dummy row would serialize millions of atomic adds
+    # on one address on a GPU.
+
     ok = st.ok & valid[:, None]
     # Per-interval error per user component: |re| + |im| for complex ones, an upper bound of
     # the modulus that is much cheaper than hypot on every interval.
     c = st.qerr[:, :U] + st.qerr[:, U:] if core.is_complex else st.qerr       # (N, U)
 
-    def ssum(x):            # rows past ``count`` go to the dummy segment B
-        return jax.ops.segment_sum(x, seg, num_segments=B + 1)[:B]
+    def ssum(x):
+        return jax.ops.segment_sum(x, seg, num_segments=B)
 
     I = ssum(st.res)
     Et = ssum(st.qerr + st.ierr)
@@ -607,17 +612,16 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     r = jnp.max(jnp.where(ok, c, 0) * at_seg(inv_room), axis=1)        # (N,)
     thr = core.eta / jnp.maximum(n_ok, 1)
     want = (r > at_seg(thr)) & valid
-    demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B + 1)[:B]
+    demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B)
     grow = core.nsplit - 1
     over = n_int + demand * grow > core.max_intervals
 
     def worst_only(want):
         # Over the per-prefix capacity: split only the worst interval.
-        rmax = jax.ops.segment_max(r, seg, num_segments=B + 1)
-        is_max = want & (r >= rmax[seg])
-        first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg,
-                                    num_segments=B + 1)
-        return jnp.where(at_seg(over), is_max & (jnp.arange(N) == first[seg]), want)
+        rmax = jax.ops.segment_max(r, seg, num_segments=B)
+        is_max = want & (r >= at_seg(rmax))
+        first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg, num_segments=B)
+        return jnp.where(at_seg(over), is_max & (jnp.arange(N) == at_seg(first)), want)
 
     want = jax.lax.cond(jnp.any(over), worst_only, lambda w: w, want)
     demand = jnp.where(over, jnp.minimum(demand, 1), demand)
@@ -718,8 +722,19 @@ _CPU_CLASSES = (64, 1024)
 _CPU_BUCKET_BASE = 4
 
 
-def _default_max_points() -> int:
-    return 2**16 if jax.default_backend() == "cpu" else 2**21
+def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
+    """Points per integrand call: 2^16 on a CPU; on an accelerator as many as keep one
+    ``[points, components + ndim]`` float64 array within 1/64 of the device memory, between
+    2^16 and 2^23 (H200, 4 δ of a complex integrand: 2^23; larger batches gain nothing, the
+    number of adaptive steps is set by the levels, not by the batch)."""
+    if jax.default_backend() == "cpu":
+        return 2**16
+    try:
+        limit = int(jax.devices()[0].memory_stats()["bytes_limit"])
+    except Exception:           # backend without memory statistics
+        limit = 16 * 2**30
+    per_point = 8 * (n_real + ndim)
+    return max(2**16, min(2**23, _pow2_floor(limit // 64 // per_point)))
 
 
 class _Run:
@@ -754,9 +769,20 @@ class _Run:
         self.state_cap = [max(8 * self.chunk[j] * n0[j], 2 * (plan.core.max_intervals + n0[j]))
                           for j in range(d)]
         self.evicted = [0] * d
+        self.profile = {} if os.environ.get("LOOPINT_PROFILE_ITERATED") == "1" else None
         self.steps = [0] * d
         self.calls = [0] * d
         self.intervals = [0] * d
+
+    def k(self, name: str, kernel, *args, **kw):
+        """Run a kernel; with ``LOOPINT_PROFILE_ITERATED=1`` time it (synchronously)."""
+        if self.profile is None:
+            return kernel(*args, **kw)
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(kernel(*args, **kw))
+        n, t = self.profile.get(name, (0, 0.0))
+        self.profile[name] = (n + 1, t + time.perf_counter() - t0)
+        return out
 
     def bucket(self, n: int) -> int:
         return _bucket(n, self.base, self.min_rows)
@@ -811,7 +837,8 @@ class _Run:
         innermost = j == plan.ndim - 1
         rule = plan.rules[j]
         self.calls[j] += 1
-        a, b, pid, inner_tol = _k_init(P, A if base is None else base, count, self.rho[j],
+        a, b, pid, inner_tol = self.k("init", _k_init, P, A if base is None else base, count,
+                                      self.rho[j],
                                        limits=plan.limits, level=j, n0=self.n0[j],
                                        dtype=core.dtype)
         n_state = count * self.n0[j]
@@ -824,8 +851,8 @@ class _Run:
         while True:
             stop = self.evaluations >= self.max_evals
             self.stopped |= stop
-            split, keep, out, active, evicted, counts = _k_select(
-                st, n_state, A, rtol, active, out, stop, self.state_cap[j], core=core,
+            split, keep, out, active, evicted, counts = self.k(
+                "select", _k_select, st, n_state, A, rtol, active, out, stop, self.state_cap[j], core=core,
                 top=j == 0)
             n_keep, n_split, n_active, n_evicted = (int(v) for v in np.asarray(counts))
             self.steps[j] += 1
@@ -837,17 +864,18 @@ class _Run:
             new_size = self.bucket(n_new)
             size = self.bucket(n_keep + n_new)
             if innermost and self.fused and new_size <= self.slice[j]:
-                st, nonfinite = _k_refine_f(st, split, keep, P, n_keep, n_new, plan.fn,
+                st, nonfinite = self.k("refine_f", _k_refine_f, st, split, keep, P, n_keep,
+                                       n_new, plan.fn,
                                             core=core, rule=rule,
                                             new_size=new_size, size=size)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n_new * rule.n_points
                 self.intervals[j] += n_new
             else:
-                ca, cb, cp = _k_children(st.a, st.b, st.pid, split, nsplit=core.nsplit,
-                                         size=new_size)
+                ca, cb, cp = self.k("children", _k_children, st.a, st.b, st.pid, split,
+                                    nsplit=core.nsplit, size=new_size)
                 new = self._evaluate(j, P, inner_tol, ca, cb, cp, n_new)
-                st = _k_merge(st, keep, new, n_keep, n_new, size=size)
+                st = self.k("merge", _k_merge, st, keep, new, n_keep, n_new, size=size)
             n_state = n_keep + n_new
 
     def _evaluate(self, j: int, P, inner_tol, a, b, pid, count: int) -> _Intervals:
@@ -871,15 +899,18 @@ class _Run:
         for start in range(0, max(count, 1), size):
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
-                pts, a_s, b_s, pid_s = _k_points(P, a, b, pid, start, rule=rule, size=size)
-                part, nonfinite = _k_eval_points(pts, a_s, b_s, pid_s, start, count, plan.fn,
-                                                 core=core, rule=rule)
+                pts, a_s, b_s, pid_s = self.k("points", _k_points, P, a, b, pid, start,
+                                              rule=rule, size=size)
+                part, nonfinite = self.k("eval", _k_eval_points, pts, a_s, b_s, pid_s, start,
+                                         count, plan.fn, core=core, rule=rule)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
             else:
-                X, AX = _k_nodes(P, inner_tol, a, b, pid, start, rule=rule, size=size)
+                X, AX = self.k("nodes", _k_nodes, P, inner_tol, a, b, pid, start, rule=rule,
+                               size=size)
                 inner = self.level(j + 1, X, AX, n * K)
-                part = _k_reduce(inner, a, b, pid, start, core=core, rule=rule, size=size)
+                part = self.k("reduce", _k_reduce, inner, a, b, pid, start, core=core,
+                              rule=rule, size=size)
             if size == rows:
                 return part
             if out is None:
@@ -948,7 +979,7 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         pilot_rtol: tolerance of the pilot run.
         scale: known size ``|I|`` (scalar or per component) that replaces the pilot run.
         max_points: points per integrand call and prefixes per inner batch (memory bound);
-            default 2**16 on CPU, 2**21 on accelerators.
+            default 2**16 on CPU, up to 2**23 on accelerators (by device memory).
         initial_intervals: equal pieces each 1-D range starts with (a power of two), or one
             such number per level: e.g. ``(16, 4, 1, 1)`` gives the outer levels, whose
             batches are small, more parallel work per step on a GPU.
@@ -992,7 +1023,7 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
                  max_intervals=int(max_intervals), eta=float(split_fraction))
     plan = _Plan(fn=fn, ndim=ndim, limits=limits, rules=rules_t, core=core)
-    max_points = int(max_points or _default_max_points())
+    max_points = int(max_points or _default_max_points(core.n_real, ndim))
     on_cpu = jax.default_backend() == "cpu"
     if fused is None:
         fused = not on_cpu
@@ -1115,6 +1146,14 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         "flags": _flag_names(flags),
         "max_points": max_points,
     }
+    if run.profile is not None:      # LOOPINT_PROFILE_ITERATED=1: [calls, seconds] per kernel
+        prof: dict = {}
+        for r in runs:
+            for name, (n, t) in r.profile.items():
+                c = prof.setdefault(name, [0, 0.0])
+                c[0] += n
+                c[1] += t
+        info["profile"] = prof
     return IntegrationResult(value=nf.unpack(val), error=complex_error(err, nf),
                              converged=converged, status=status, evaluations=evaluations,
                              seconds=seconds, method=METHOD, info=info)
