@@ -127,7 +127,7 @@ def _choose_domain(settings: Settings, method: str) -> str:
 
 
 def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
-                domain: str, scale=None) -> IntegrationResult:
+                domain: str, scale=None, regulated: bool = False) -> IntegrationResult:
     mod = engine_module(method)
     kw: dict = dict(rtol=rtol, atol=atol, max_evals=int(settings.max_evals))
     if method in ("qmc", "mc"):
@@ -135,11 +135,15 @@ def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol
     if settings.precision != "float64":
         kw["precision"] = settings.precision
     if method == "iterated":
-        if scale is not None:
-            # delta sequence after its first step: the size of the integral is known (the
-            # previous delta), and the regulated integrand cancels strongly, so absolute inner
-            # tolerances directly (no pilot run; iterated.integrate reruns if it was too loose)
-            kw.update(scale=scale, inner_tolerance="absolute")
+        if regulated:
+            # The regulated integrand cancels strongly (int |f| >> |int f| near the Landau
+            # surface): absolute inner tolerances from the start, which cancellation cannot
+            # spoil (iterated.integrate would otherwise try mixed ones first and rerun).  After
+            # the first step of the delta sequence the size of the integral is known from the
+            # previous delta: no pilot run (iterated.integrate reruns if it was too loose).
+            kw["inner_tolerance"] = "absolute"
+            if scale is not None:
+                kw["scale"] = scale
         return mod.integrate(f, ndim, domain="simplex", **kw)
     return mod.integrate_box(f, np.zeros(ndim), np.ones(ndim), **kw)
 
@@ -372,7 +376,7 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
             last = np.abs(np.asarray(vals[-1]))                           # [P]
             if np.all(np.isfinite(last)) and np.all(last > 0):
                 scale = np.repeat(last, DELTA_STEP)                       # component p*R + r
-        r = _run_engine(method, f, ig.ndim, s, rtol_i, atol_i, domain, scale)
+        r = _run_engine(method, f, ig.ndim, s, rtol_i, atol_i, domain, scale, regulated=True)
         dt = time.perf_counter() - t0
         v = np.asarray(r.value).reshape(P, -1)[:, :step]
         e = np.asarray(r.error).reshape(P, -1)[:, :step]
