@@ -89,8 +89,9 @@ def run_suite(suite: str, quick: bool = False, json_path: str | None = None,
             out = [r for r in out if not _is_generic(r)]
         elif which == "generic":
             out = [r for r in out if _is_generic(r)]
-        for r in out:
-            print(format_table([r], header=False), file=sys.stderr, flush=True)
+        if not getattr(sys.modules.get(mod), "STREAMS_ROWS", False):
+            for r in out:
+                print(format_table([r], header=False), file=sys.stderr, flush=True)
         rows.extend(out)
         log.info("%s: %.1f s", mod, time.perf_counter() - t0)
     print(format_table(rows))

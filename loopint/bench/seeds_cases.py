@@ -7,12 +7,14 @@ Each case is run twice: a warm-up (compiles the kernels; its time is reported as
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 
 from ..compute import compute, device_name
 from ..problem import load
 
+STREAMS_ROWS = True   # run() prints its rows itself (loopint.bench.run_suite)
 HERE = os.path.dirname(__file__)
 DIAGRAMS = os.path.normpath(os.path.join(HERE, "..", "..", "diagrams"))
 
@@ -62,4 +64,7 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
         warm = time.perf_counter() - t0
         r = compute(p, **kw)
         rows.append(_row(case, r, p.reference, warm, note))
+        # each row as soon as it exists: a long suite that is cut short keeps its rows
+        from . import format_table
+        print(format_table(rows[-1:], header=False), file=sys.stderr, flush=True)
     return rows
