@@ -45,6 +45,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="integrand evaluations allowed per integral, e.g. 1e9")
     g.add_argument("--precision", choices=["float64", "float32"], help="floating point width")
     g.add_argument("--delta", help="regulator: 'auto' (default), 0 (no regulator) or delta0")
+    g.add_argument("--contour", choices=["none", "deform"],
+                   help="physical region: 'none' (delta sequence, default) or 'deform' "
+                        "(delta = 0 on a deformed contour, a second method)")
     g.add_argument("--prefactor", choices=["pysecdec", "none"],
                    help="normalization: pySecDec's (default) or the bare parametric integral")
     g.add_argument("--seed", type=int, help="random seed of the mc/qmc engines")
@@ -106,7 +109,7 @@ def _select_device(name: str | None) -> None:
 
 def _overrides(a) -> dict:
     kw = {}
-    for k in ("method", "rtol", "atol", "precision", "prefactor", "seed"):
+    for k in ("method", "rtol", "atol", "precision", "prefactor", "seed", "contour"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v

@@ -42,7 +42,7 @@ from .diagram import Diagram, Region, classify_coefficients
 from .engines.base import IntegrationResult, _jsonable
 from .integrate import engine_module
 from .lower import Integrand
-from .problem import Problem, Settings, check_kinematics, validate_settings
+from .problem import Problem, Settings, SpecError, check_kinematics, validate_settings
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +118,11 @@ def _choose_method(settings: Settings, ndim: int, regulated: bool) -> str:
 def _choose_domain(settings: Settings, method: str) -> str:
     if method == "iterated":
         if settings.domain not in ("auto", "simplex"):
-            raise ValueError("the iterated engine integrates over the simplex directly: "
-                             f"domain {settings.domain!r} is not available for it")
+            raise SpecError("domain: the iterated engine integrates over the simplex directly: "
+                            f"domain {settings.domain!r} is not available for it")
         return "simplex"
     if settings.domain == "simplex":
-        raise ValueError(f"domain 'simplex' needs method 'iterated' (got {method!r})")
+        raise SpecError(f"domain: 'simplex' needs method 'iterated' (got {method!r})")
     return "sequential" if settings.domain == "auto" else settings.domain
 
 
@@ -250,17 +250,31 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
             progress({"stage": "direct", "value": value[direct], "error": error[direct],
                       "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
 
-    if regulated:
-        method, domain, ig = _setup_engine(diagram, s, ndim, regulated=True)
-        methods.add(method)
-        out = _delta_sequence(ig, kin[regulated], s, method, domain, prefactor, progress,
-                              checkpoint, resume, problem, t_start)
+    def absorb(out: dict) -> None:
+        """Results of the regulated points into the per-point arrays."""
+        nonlocal evaluations
         value[regulated] = out["value"]
         error[regulated] = out["error"]
         point_ok[regulated] = out["converged"]
         for i, k in enumerate(regulated):
             statuses[k] = out["status"][i]
         evaluations += out["evaluations"]
+
+    if regulated and s.contour == "deform":
+        out = _contour(diagram, s, kin[regulated], prefactor, ndim)
+        methods.add(out["method"])
+        absorb(out)
+        info["regulated"] = {"method": out["method"], "domain": "sectors", "contour": "deform",
+                             "lambda": out["lambda"]}
+        if progress:
+            progress({"stage": "direct", "value": value[regulated], "error": error[regulated],
+                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
+    elif regulated:
+        method, domain, ig = _setup_engine(diagram, s, ndim, regulated=True)
+        methods.add(method)
+        out = _delta_sequence(ig, kin[regulated], s, method, domain, prefactor, progress,
+                              checkpoint, resume, problem, t_start)
+        absorb(out)
         table = out["table"]
         deltas_used = out["deltas"]
         info["regulated"] = {"method": method, "domain": domain, "delta0": out["delta0"],
@@ -294,6 +308,43 @@ def _setup_engine(diagram: Diagram, s: Settings, ndim: int, regulated: bool):
     transform = "none" if domain == "simplex" else s.transform
     return method, domain, Integrand(diagram, domain=domain, transform=transform,
                                      precision=s.precision)
+
+
+def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
+             ndim: int) -> dict:
+    """Physical-region points at delta = 0 on a deformed contour, one engine run per point.
+
+    The second method beside the delta sequence (``contour = "deform"``): see
+    :meth:`loopint.lower.Integrand.bind_deformed`.  Primary sectors and a cube engine
+    (``method`` auto: cubature up to 6 dimensions, qmc above).
+    """
+    method = s.method if s.method != "auto" else ("cubature" if ndim <= 6 else "qmc")
+    if method == "iterated":
+        raise SpecError("method: contour deformation integrates over the primary-sector cubes: "
+                        "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")
+    if s.domain not in ("auto", "sectors"):
+        raise SpecError(f"domain: contour deformation uses domain 'sectors', not {s.domain!r}")
+    ig = Integrand(diagram, domain="sectors", transform=s.transform, precision=s.precision)
+    atol = s.atol / max(abs(prefactor), 1e-300)
+    P = kin.shape[0]
+    value = np.zeros(P, complex)
+    error = np.zeros(P, complex)
+    conv = np.zeros(P, bool)
+    status, lams = [], []
+    evaluations = 0
+    for i in range(P):
+        point = kin[i:i + 1]
+        lam = (ig.deformation_lambda(point) if s.contour_lambda == "auto"
+               else float(s.contour_lambda))
+        lams.append(lam)
+        r = _run_engine(method, ig.bind_deformed(point, lam), ndim, s, s.rtol, atol, "sectors")
+        value[i] = complex(np.asarray(r.value).reshape(-1)[0]) * prefactor
+        error[i] = _scale_error(np.asarray(r.error).reshape(-1)[:1], prefactor)[0]
+        conv[i] = r.converged
+        status.append(r.status)
+        evaluations += r.evaluations
+    return {"method": method, "value": value, "error": error, "converged": conv,
+            "status": status, "evaluations": evaluations, "lambda": lams}
 
 
 def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:

@@ -340,6 +340,109 @@ class Integrand:
         fn = self._real_eval if real else self._complex_eval
         return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype), jnp.asarray(d, self.rdtype))
 
+    # ------------------------------------------------------------------ contour deformation
+    def bind_deformed(self, kinematics: Mapping[str, object] | np.ndarray, lam: float):
+        """The integrand at delta = 0 on a deformed contour (a second method for the physical
+        region, beside the delta sequence): ``f(u) -> [n, 1]`` complex, for ONE kinematic point.
+
+        Primary sectors only (``domain="sectors"``).  In sector l (x_l = 1) every cube variable
+        moves into the complex plane,
+
+            z_k = t_k - i lam t_k (1 - t_k) dF/dt_k(t),
+
+        the endpoints stay fixed, and Im F(z) = -lam sum_k t_k (1 - t_k) (dF/dt_k)^2 + O(lam^3)
+        <= 0: the Feynman prescription F - i0, so by Cauchy's theorem the integral is the delta
+        -> 0 limit itself (the method of pySecDec; Soper, Binoth et al., Borowka et al.).  The
+        Jacobian det(dz/dt) comes from forward-mode derivatives of the generated F (gradient
+        and Hessian), U and F are evaluated at the complex points.  A point where the
+        deformation fails (Im F(z) > 0: lam too large for a non-quadratic F, or negative)
+        returns NaN, which the engines count and report: such a result is never "converged".
+        """
+        if self.domain != "sectors":
+            raise ValueError("contour deformation is implemented for domain='sectors'")
+        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        kin = np.asarray(kin, dtype=np.float64)
+        if kin.shape[0] != 1:
+            raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
+        return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
+                                     jnp.asarray(float(lam), self.rdtype))
+
+    def deformation_lambda(self, kinematics: Mapping[str, object] | np.ndarray,
+                           n: int = 4096) -> float:
+        """A deformation strength for :meth:`bind_deformed`: 1 / max |t_k (1 - t_k) dF/dt_k|
+        over a deterministic grid of every sector, capped at 1, so that the largest shift of
+        a variable is about 1/4 of the cube: an O(1) deformation, small enough for the
+        O(lam^3) terms of a cubic F (two loops)."""
+        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
+        g = np.arange(n, dtype=np.float64)
+        primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
+        pts = np.stack([np.mod((g + 0.5) * np.mod(np.sqrt(q), 1.0), 1.0)      # Kronecker grid
+                        for q in primes[:self.ndim]], axis=1)
+        t = jnp.asarray(pts, self.rdtype)
+        worst = 0.0
+        for l in range(self.N):
+            grads = self._sector_grad(t, kin, l)
+            for k, gk in enumerate(grads):
+                worst = max(worst, float(jnp.max(jnp.abs(t[:, k] * (1 - t[:, k]) * gk))))
+        return float(min(1.0, 1.0 / worst)) if worst > 0 else 1.0
+
+    def _sector_F(self, l, kin):
+        """F in primary sector ``l`` (x_l = 1) as a function of the N-1 cube columns."""
+        def F_of(*cols):
+            one = jnp.ones_like(cols[0])
+            full = list(cols[:l]) + [one] + list(cols[l:])
+            return self._UF(full, kin)[1][:, 0]
+        return F_of
+
+    def _sector_grad(self, t, kin, l):
+        F_of = self._sector_F(l, kin)
+        cols = tuple(t[:, i] for i in range(self.ndim))
+        return [jax.jvp(F_of, cols, _unit_tangent(cols, k))[1] for k in range(self.ndim)]
+
+    def _deformed_eval(self, kin, lam, u):
+        kin = jnp.asarray(kin, self.rdtype)
+        u = jnp.asarray(u, self.rdtype)
+        t, w = self._transform(u)
+        d = self.ndim
+        cols = tuple(t[:, i] for i in range(d))
+        total = None
+        for l in range(self.N):
+            F_of = self._sector_F(l, kin)
+
+            def grad(*c, F_of=F_of):
+                return [jax.jvp(F_of, c, _unit_tangent(c, k))[1] for k in range(d)]
+            g = grad(*cols)
+            # Hessian column j: the derivative of the gradient along t_j
+            H = [jax.jvp(lambda *c: tuple(grad(*c)), cols, _unit_tangent(cols, j))[1]
+                 for j in range(d)]                                        # H[j][k] = d2F/dtj dtk
+            s = [c * (1 - c) for c in cols]
+            z = [jax.lax.complex(cols[k], -lam * s[k] * g[k]) for k in range(d)]
+            rows = []
+            for k in range(d):                                             # dz_k / dt_j
+                row = []
+                for j in range(d):
+                    im = s[k] * H[j][k] + ((1 - 2 * cols[k]) * g[k] if j == k else 0.0)
+                    row.append(jax.lax.complex(jnp.full_like(cols[k], 1.0 if j == k else 0.0),
+                                               -lam * im))
+                rows.append(jnp.stack(row, axis=-1))
+            jac = jnp.linalg.det(jnp.stack(rows, axis=-2))                 # [n]
+            one = jnp.ones_like(z[0])
+            full = z[:l] + [one] + z[l:]
+            U, F = self._UF(full, kin)
+            U, F = U[:, 0], F[:, 0]
+            val = jac * _power_real(U, self.a) * _power_complex(F, self.b)
+            for j, e in enumerate(self._nu_minus_1):
+                if e != 0:
+                    val = val * (_ipow(full[j], int(e)) if e.is_Integer and e > 0
+                                 else full[j] ** float(e))
+            bad = jnp.imag(F) > 1e-12 * jnp.abs(F)
+            val = jnp.where(bad, jnp.nan, val)
+            total = val if total is None else total + val
+        if w is not None:
+            total = total * w
+        return total[:, None]
+
     def _real_eval(self, kin, delta, u):
         return self._evaluate(kin, delta, u, real=True)
 
@@ -348,7 +451,8 @@ class Integrand:
 
 
 def _power_real(v, e):
-    """v**e for real v > 0 and a rational exponent, exact integer powers where possible."""
+    """v**e for real v > 0 and a rational exponent, exact integer powers where possible; for
+    complex v (U on a deformed contour, near the positive axis) the principal branch."""
     e = sympy.nsimplify(e)
     if e == 0:
         return jnp.ones_like(v)
@@ -358,8 +462,13 @@ def _power_real(v, e):
     if e == sympy.Rational(1, 2):
         return jnp.sqrt(v)
     if e == -sympy.Rational(1, 2):
-        return jax.lax.rsqrt(v)
+        return 1.0 / jnp.sqrt(v) if jnp.iscomplexobj(v) else jax.lax.rsqrt(v)
     return v ** float(e)
+
+
+def _unit_tangent(cols, k):
+    """Tangent vector e_k for jax.jvp over a tuple of column arrays."""
+    return tuple(jnp.ones_like(c) if i == k else jnp.zeros_like(c) for i, c in enumerate(cols))
 
 
 def _power_complex(z, b):

@@ -51,6 +51,10 @@ class Settings:
         a number delta0 to force the sequence start, or 0 to force delta = 0;
         delta_q: ratio q of delta_j = delta0 q^-j; delta_terms: maximum sequence length;
         delta_min_terms: terms computed before the first extrapolation is trusted.
+        contour: 'none' (the delta sequence) or 'deform': the physical region at delta = 0 on a
+        deformed contour (primary sectors, a cube engine; :meth:`loopint.lower.Integrand.
+        bind_deformed`), a second method beside the DCM; contour_lambda: 'auto' or the
+        deformation strength.
     """
 
     method: str = "auto"
@@ -66,6 +70,8 @@ class Settings:
     delta_q: float = 1.2
     delta_terms: int = 20
     delta_min_terms: int = 6
+    contour: str = "none"
+    contour_lambda: Any = "auto"
 
     def updated(self, **kw) -> "Settings":
         """A copy with some fields replaced (validated)."""
@@ -157,6 +163,11 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
                                    positive=True)
     if not 3 <= s["delta_min_terms"] <= s["delta_terms"] <= 60:
         raise _err(path, "delta_terms", "need 3 <= delta_min_terms <= delta_terms <= 60")
+    if s["contour"] not in ("none", "deform"):
+        raise _err(path, "contour", f"must be 'none' or 'deform', got {s['contour']!r}")
+    if s["contour_lambda"] != "auto":
+        s["contour_lambda"] = _number(s["contour_lambda"], path, "contour_lambda", positive=True,
+                                      allow_zero=False)
     return Settings(**s)
 
 
@@ -273,18 +284,24 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
     reg = doc.get("regulator", {})
     for k, v in reg.items():
         mapped = {"delta": "delta", "q": "delta_q", "terms": "delta_terms",
-                  "min_terms": "delta_min_terms"}.get(k)
+                  "min_terms": "delta_min_terms", "contour": "contour",
+                  "lambda": "contour_lambda"}.get(k)
         if mapped is None:
-            raise _err(path, f"regulator.{k}", "unknown key (known: delta, q, terms, min_terms)")
+            raise _err(path, f"regulator.{k}",
+                       "unknown key (known: delta, q, terms, min_terms, contour, lambda)")
         settings_d[mapped] = v
     for k in settings_d:
-        if k.startswith("delta") and k in doc.get("integration", {}):
+        if k.startswith(("delta", "contour")) and k in doc.get("integration", {}):
             raise _err(path, f"integration.{k}", "regulator settings belong in [regulator]")
     try:
         settings = validate_settings(settings_d, None)
     except SpecError as e:
         key = str(e).split(":")[0]
-        table = "regulator" if key.startswith("delta") else "integration"
+        table = "regulator" if key.startswith(("delta", "contour")) else "integration"
+        inverse = {"delta_q": "q", "delta_terms": "terms", "delta_min_terms": "min_terms",
+                   "contour_lambda": "lambda"}
+        if table == "regulator":
+            key = inverse.get(key, key)
         raise _err(path, f"{table}.{key}", str(e).split(": ", 1)[1]) from None
     ref = None
     if "reference" in doc:

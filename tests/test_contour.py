@@ -84,3 +84,13 @@ def test_refusals():
         ig.bind_deformed({"s": [10.0, 12.0], "m": 1.0}, 0.1)
     with pytest.raises(ValueError, match="cube engine"):
         loopint.compute(p, contour="deform", method="iterated")
+
+
+def test_cli_contour(capsys):
+    from loopint.cli import main
+    f = os.path.join(DIAGRAMS, "triangle_above_threshold.toml")
+    assert main(["compute", f, "--contour", "deform", "--method", "iterated", "--quiet"]) == 2
+    assert "cube engine" in capsys.readouterr().err
+    assert main(["compute", f, "--contour", "deform", "--rtol", "1e-8", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "converged" in out and "cubature" in out
