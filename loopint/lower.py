@@ -382,7 +382,7 @@ class Integrand:
         t = jnp.asarray(pts, self.rdtype)
         worst = 0.0
         for l in range(self.N):
-            grads = self._sector_grad(t, kin, l)
+            grads = self._sector_grad(l, kin)(*(t[:, i] for i in range(self.ndim)))
             for k, gk in enumerate(grads):
                 worst = max(worst, float(jnp.max(jnp.abs(t[:, k] * (1 - t[:, k]) * gk))))
         return float(min(1.0, 1.0 / worst)) if worst > 0 else 1.0
@@ -395,10 +395,13 @@ class Integrand:
             return self._UF(full, kin)[1][:, 0]
         return F_of
 
-    def _sector_grad(self, t, kin, l):
+    def _sector_grad(self, l, kin):
+        """The gradient of F in sector ``l``: a function of the cube columns -> list of [n]."""
         F_of = self._sector_F(l, kin)
-        cols = tuple(t[:, i] for i in range(self.ndim))
-        return [jax.jvp(F_of, cols, _unit_tangent(cols, k))[1] for k in range(self.ndim)]
+
+        def grad(*cols):
+            return [jax.jvp(F_of, cols, _unit_tangent(cols, k))[1] for k in range(len(cols))]
+        return grad
 
     def _deformed_eval(self, kin, lam, u):
         kin = jnp.asarray(kin, self.rdtype)
@@ -408,14 +411,12 @@ class Integrand:
         cols = tuple(t[:, i] for i in range(d))
         total = None
         for l in range(self.N):
-            F_of = self._sector_F(l, kin)
-
-            def grad(*c, F_of=F_of):
-                return [jax.jvp(F_of, c, _unit_tangent(c, k))[1] for k in range(d)]
+            grad = self._sector_grad(l, kin)
             g = grad(*cols)
             # Hessian column j: the derivative of the gradient along t_j
-            H = [jax.jvp(lambda *c: tuple(grad(*c)), cols, _unit_tangent(cols, j))[1]
-                 for j in range(d)]                                        # H[j][k] = d2F/dtj dtk
+            def grad_t(*c, grad=grad):
+                return tuple(grad(*c))
+            H = [jax.jvp(grad_t, cols, _unit_tangent(cols, j))[1] for j in range(d)]                                        # H[j][k] = d2F/dtj dtk
             s = [c * (1 - c) for c in cols]
             z = [jax.lax.complex(cols[k], -lam * s[k] * g[k]) for k in range(d)]
             rows = []

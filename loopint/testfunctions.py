@@ -63,6 +63,24 @@ def f8(x):
     return jnp.sum(x * x, axis=1) ** 7.5
 
 
+def table51_cc_dd(x1, x2, x3, x4, x5, x6, x7):
+    """cc and dd of the seed's CUDA function (seed 000 appendix C), transcribed verbatim; any
+    arithmetic type (arrays, sympy symbols)."""
+    t1 = x1 + x2 + x3
+    cc = (x1 + x2 + x3 + x4 + x5) * (x1 + x2 + x3 + x6 + x7) - t1 * t1
+    dd = cc * (x1 + x2 + x3 + x4 + x5 + x6 + x7) - (
+        (x1 * x2 * x4 + x1 * x2 * x5 + x1 * x2 * x6 + x1 * x2 * x7
+         + x1 * x5 * x6 + x2 * x4 * x7 - x3 * x4 * x6)
+        + (x3 * (-x4 * x6 + x5 * x7))
+        + (x3 * (x1 * x4 + x1 * x5 + x1 * x6 + x1 * x7 + x4 * x6 + x4 * x7))
+        + (x3 * (x2 * x4 + x2 * x5 + x2 * x6 + x2 * x7 + x4 * x6 + x5 * x6))
+        + (x1 * x4 * x5 + x1 * x5 * x7 + x2 * x4 * x5 + x2 * x4 * x6
+           + x3 * x4 * x5 + x3 * x4 * x6 + x4 * x5 * x6 + x4 * x5 * x7)
+        + (x1 * x4 * x6 + x1 * x6 * x7 + x2 * x5 * x7 + x2 * x6 * x7
+           + x3 * x4 * x6 + x3 * x6 * x7 + x4 * x6 * x7 + x5 * x6 * x7))
+    return cc, dd
+
+
 def table51(u):
     """Seed 000 appendix C: the two-loop integrand on [0,1]^6 (bare, factor Gamma(3)=2 included).
 
@@ -77,18 +95,7 @@ def table51(u):
     x5 = (1.0 - x1 - x2 - x3 - x4) * u[:, 4]
     x6 = (1.0 - x1 - x2 - x3 - x4 - x5) * u[:, 5]
     x7 = 1.0 - x1 - x2 - x3 - x4 - x5 - x6
-    t1 = x1 + x2 + x3
-    cc = (x1 + x2 + x3 + x4 + x5) * (x1 + x2 + x3 + x6 + x7) - t1 * t1
-    dd = cc * (x1 + x2 + x3 + x4 + x5 + x6 + x7) - (
-        (x1 * x2 * x4 + x1 * x2 * x5 + x1 * x2 * x6 + x1 * x2 * x7
-         + x1 * x5 * x6 + x2 * x4 * x7 - x3 * x4 * x6)
-        + (x3 * (-x4 * x6 + x5 * x7))
-        + (x3 * (x1 * x4 + x1 * x5 + x1 * x6 + x1 * x7 + x4 * x6 + x4 * x7))
-        + (x3 * (x2 * x4 + x2 * x5 + x2 * x6 + x2 * x7 + x4 * x6 + x5 * x6))
-        + (x1 * x4 * x5 + x1 * x5 * x7 + x2 * x4 * x5 + x2 * x4 * x6
-           + x3 * x4 * x5 + x3 * x4 * x6 + x4 * x5 * x6 + x4 * x5 * x7)
-        + (x1 * x4 * x6 + x1 * x6 * x7 + x2 * x5 * x7 + x2 * x6 * x7
-           + x3 * x4 * x6 + x3 * x6 * x7 + x4 * x6 * x7 + x5 * x6 * x7))
+    cc, dd = table51_cc_dd(x1, x2, x3, x4, x5, x6, x7)
     dd3 = dd * dd * dd
     jac = ((1.0 - x1) * (1.0 - x1 - x2) * (1.0 - x1 - x2 - x3)
            * (1.0 - x1 - x2 - x3 - x4) * (1.0 - x1 - x2 - x3 - x4 - x5))

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DIAGRAMS = ROOT / "diagrams"

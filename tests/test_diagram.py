@@ -33,6 +33,7 @@ import sympy
 from loopint.diagram import Diagram, DiagramError, Region, classify_coefficients, classify_F, \
     is_scaleless
 from loopint.problem import load
+from loopint.testfunctions import table51_cc_dd
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -279,21 +280,8 @@ def test_ladder_vertex_against_seed_eq_4_5():
 
 
 def _table51_cc_dd():
-    """cc and dd of the seed's CUDA function (seed 000 appendix C), transcribed verbatim."""
-    x1, x2, x3, x4, x5, x6, x7 = X(7)
-    t1 = x1 + x2 + x3
-    cc = (x1 + x2 + x3 + x4 + x5) * (x1 + x2 + x3 + x6 + x7) - t1 * t1
-    dd = cc * (x1 + x2 + x3 + x4 + x5 + x6 + x7) - (
-        (x1 * x2 * x4 + x1 * x2 * x5 + x1 * x2 * x6 + x1 * x2 * x7
-         + x1 * x5 * x6 + x2 * x4 * x7 - x3 * x4 * x6)
-        + (x3 * (-x4 * x6 + x5 * x7))
-        + (x3 * (x1 * x4 + x1 * x5 + x1 * x6 + x1 * x7 + x4 * x6 + x4 * x7))
-        + (x3 * (x2 * x4 + x2 * x5 + x2 * x6 + x2 * x7 + x4 * x6 + x5 * x6))
-        + (x1 * x4 * x5 + x1 * x5 * x7 + x2 * x4 * x5 + x2 * x4 * x6
-           + x3 * x4 * x5 + x3 * x4 * x6 + x4 * x5 * x6 + x4 * x5 * x7)
-        + (x1 * x4 * x6 + x1 * x6 * x7 + x2 * x5 * x7 + x2 * x6 * x7
-           + x3 * x4 * x6 + x3 * x6 * x7 + x4 * x6 * x7 + x5 * x6 * x7))
-    return cc, dd
+    """cc and dd of the seed's CUDA function on sympy symbols."""
+    return table51_cc_dd(*X(7))
 
 
 def test_table51_explicit_polynomials_reproduce_cc_dd():

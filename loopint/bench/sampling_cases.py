@@ -84,15 +84,10 @@ def _mc_fixed_n(f, ndim, n, precision, chunk, rng="threefry"):
 
 def plain_jax_throughput(batch_log2: int = 24, steps: int = 16, precision: str = "float64") -> dict:
     """``table51`` on ``2^batch_log2`` uniform points per step, summed in a jitted loop."""
+    from .throughput import _summer
     dtype = jnp.float64 if precision == "float64" else jnp.float32
     batch = 2**batch_log2
-
-    @jax.jit
-    def run(key):
-        def body(i, acc):
-            u = jax.random.uniform(jax.random.fold_in(key, i), (batch, 6), dtype=dtype)
-            return acc + jnp.sum(table51(u).astype(jnp.float64))
-        return jax.lax.fori_loop(0, steps, body, jnp.zeros((), jnp.float64))
+    run = _summer(table51, batch, steps, dtype)
 
     t0 = time.perf_counter()
     run(jax.random.key(0)).block_until_ready()

@@ -204,6 +204,15 @@ def box(lower, upper, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def final_status(stop: str, nonfinite: int) -> tuple[bool, str]:
+    """(converged, status) of an adaptive run that ended with ``stop`` and saw ``nonfinite``
+    NaN/inf integrand values: never converged with non-finite values."""
+    if nonfinite:
+        return False, (f"{NONFINITE}: integrand returned NaN/inf at {nonfinite} points "
+                       f"(counted as 0); run ended with: {stop}")
+    return stop == CONVERGED, stop
+
+
 def status_not_converged(kind: str, evaluations: int, err, requested) -> str:
     """Uniform wording for the common non-converged statuses."""
     return (f"{kind}: stopped after {evaluations:.3g} evaluations with error "

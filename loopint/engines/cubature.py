@@ -180,11 +180,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         count += split
         iterations += 1
 
-    converged = stop == base.CONVERGED and nonfinite == 0
-    status = stop
-    if nonfinite:
-        status = (f"{base.NONFINITE}: integrand returned NaN/inf at {nonfinite} points "
-                  f"(counted as 0); run ended with: {stop}")
+    converged, status = base.final_status(stop, nonfinite)
     return base.IntegrationResult(
         value=integrand.unpack(total_value),
         error=base.complex_error(total_error, integrand),

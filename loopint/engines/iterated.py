@@ -563,7 +563,7 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     """
     N = st.a.shape[0]
     B = active.shape[0]
-    M, U = core.n_real, core.n_user
+    U = core.n_user
     dt = _dtype(core)
     valid = jnp.arange(N) < count
     seg = jnp.where(valid, st.pid, B)

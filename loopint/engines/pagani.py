@@ -182,7 +182,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
             # between regions of opposite sign): keep every region active this iteration.
             active = jnp.arange(cap) < s
             a = s
-            v_rel = e_rel = np.zeros(m)
+            e_rel = np.zeros(m)
             relerr_dropped += 1
         digits_settled = digits_settled or _digits_settled(totals, targets)
         if 2 * a > memory_limit_regions or digits_settled:
@@ -220,11 +220,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         s, cap = new_s, new_cap
         chunk = chunk_for(cap, npts, chunk_points)
 
-    converged = stop == base.CONVERGED and nonfinite == 0
-    status = stop
-    if nonfinite:
-        status = (f"{base.NONFINITE}: integrand returned NaN/inf at {nonfinite} points "
-                  f"(counted as 0); run ended with: {stop}")
+    converged, status = base.final_status(stop, nonfinite)
     return base.IntegrationResult(
         value=integrand.unpack(total_value),
         error=base.complex_error(total_error, integrand),
