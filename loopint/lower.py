@@ -131,6 +131,53 @@ def _poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> _PolyCode:
     return _PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs)
 
 
+class _PolySet:
+    """Several polynomials in x with kinematic coefficients, generated together.
+
+    Each polynomial is split by :func:`_poly_code` into kinematic monomials times Horner
+    forms in x, and one sympy CSE runs over all the Horner forms, so that the set shares its
+    monomials in x (U and F; or U, F and their derivatives for the contour deformation).
+    Calling it on N columns ``[n]`` (real or complex) and ``kin[K, s]`` returns one ``[n, K]``
+    array per polynomial.
+    """
+
+    def __init__(self, polys: Sequence[sympy.Expr], xs: Sequence[sympy.Symbol],
+                 kin_symbols: Sequence[sympy.Symbol]):
+        self.xs = tuple(xs)
+        self.kin_symbols = tuple(kin_symbols)
+        self.codes = tuple(_poly_code(P, self.xs) for P in polys)
+        flat = [h for c in self.codes for h in c.horner]
+        repl, reduced = sympy.cse(flat, symbols=sympy.numbered_symbols("_cse"),
+                                  optimizations="basic")
+        self.repl = tuple(repl)
+        exprs, i = [], 0
+        for c in self.codes:
+            exprs.append(tuple(reduced[i:i + len(c.horner)]))
+            i += len(c.horner)
+        self.exprs = tuple(exprs)
+
+    def __call__(self, cols, kin, rdtype):
+        env = dict(zip(self.xs, cols))
+        cache: dict = {}
+        for sym, sub in self.repl:
+            env[sym] = _walk(sub, env, cache)
+        kenv = {s: kin[:, i] for i, s in enumerate(self.kin_symbols)}
+        kcache: dict = {}
+        K = kin.shape[0]
+        out = []
+        for code, exprs in zip(self.codes, self.exprs):
+            total = None
+            for kappa, e in zip(code.kin_monomials, exprs):
+                p = _walk(e, env, cache)
+                k = jnp.broadcast_to(jnp.asarray(_walk(kappa, kenv, kcache), rdtype), (K,))
+                term = (p[:, None] if jnp.ndim(p) else p) * k[None, :]
+                total = term if total is None else total + term
+            if total is None:                      # the zero polynomial
+                total = jnp.zeros((jnp.shape(cols[0])[0], K), rdtype)
+            out.append(total)
+        return out
+
+
 class Integrand:
     """A lowered diagram: the bare regulated parametric integrand as a JAX function.
 
@@ -166,14 +213,9 @@ class Integrand:
         self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
         self.a = sympy.nsimplify(diagram.U_exponent)
         self.b = sympy.nsimplify(diagram.F_exponent)
-        self._U = _poly_code(diagram.U, self.xs)
-        self._F = _poly_code(diagram.F, self.xs)
-        nU = len(self._U.horner)
-        repl, reduced = sympy.cse(list(self._U.horner) + list(self._F.horner),
-                                  symbols=sympy.numbered_symbols("_cse"), optimizations="basic")
-        self._cse_repl = tuple(repl)
-        self._U_exprs = tuple(reduced[:nU])
-        self._F_exprs = tuple(reduced[nU:])
+        self._UFset = _PolySet([diagram.U, diagram.F], self.xs, self._sym_objs)
+        self._U, self._F = self._UFset.codes
+        self._derivset = None            # U, F and their derivatives: built on first deformation
         self._nu_minus_1 = tuple(sympy.nsimplify(p - 1) for p in diagram.powers)
         self.call = jax.jit(self._evaluate)
         self.real_call = jax.jit(partial(self._evaluate, real=True))
@@ -204,23 +246,8 @@ class Integrand:
 
     def _UF(self, cols, kin):
         """U and F at points given as N columns ``[n]`` for kinematic points kin[K, s]: [n, K] each."""
-        env = dict(zip(self.xs, cols))
-        cache: dict = {}
-        for sym, sub in self._cse_repl:
-            env[sym] = _walk(sub, env, cache)
-        kenv = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
-        kcache: dict = {}
-        K = kin.shape[0]
-        out = []
-        for code, exprs in ((self._U, self._U_exprs), (self._F, self._F_exprs)):
-            total = None
-            for kappa, e in zip(code.kin_monomials, exprs):
-                p = _walk(e, env, cache)
-                k = jnp.broadcast_to(jnp.asarray(_walk(kappa, kenv, kcache), self.rdtype), (K,))
-                term = (p[:, None] if jnp.ndim(p) else p) * k[None, :]
-                total = term if total is None else total + term
-            out.append(total)
-        return out[0], out[1]
+        U, F = self._UFset(cols, kin, self.rdtype)
+        return U, F
 
     def _transform(self, u):
         """Boundary transformation of cube coordinates: (t, weight or None)."""
@@ -345,18 +372,21 @@ class Integrand:
         """The integrand at delta = 0 on a deformed contour (a second method for the physical
         region, beside the delta sequence): ``f(u) -> [n, 1]`` complex, for ONE kinematic point.
 
-        Primary sectors only (``domain="sectors"``).  In sector l (x_l = 1) every cube variable
-        moves into the complex plane,
+        Primary sectors only (``domain="sectors"``).  The deformation is projective: with
+        V = F/U (homogeneous of degree 1), every Feynman parameter moves to
 
-            z_k = t_k - i lam t_k (1 - t_k) dF/dt_k(t),
+            z_k = x_k (1 - i lam dV/dx_k(x)),
 
-        the endpoints stay fixed, and Im F(z) = -lam sum_k t_k (1 - t_k) (dF/dt_k)^2 + O(lam^3)
-        <= 0: the Feynman prescription F - i0, so by Cauchy's theorem the integral is the delta
-        -> 0 limit itself (the method of pySecDec; Soper, Binoth et al., Borowka et al.).  The
-        Jacobian det(dz/dt) comes from forward-mode derivatives of the generated F (gradient
-        and Hessian), U and F are evaluated at the complex points.  A point where the
-        deformation fails (Im F(z) > 0: lam too large for a non-quadratic F, or negative)
-        returns NaN, which the engines count and report: such a result is never "converged".
+        homogeneous of degree 1 in x, so it is one deformation of the projective integration
+        cycle (the coordinate faces x_k = 0 stay in place) seen through each sector's chart
+        x_l = 1; the artificial sector boundaries x_k = 1 move with everything else.  To first
+        order Im V(z) = -lam sum_k x_k^2 (dV/dx_k)^2 <= 0, the Feynman prescription F - i0, so by
+        Cauchy's theorem the integral is the delta -> 0 limit itself (the deformation of
+        feyntrop, Borinsky, Munch and Tellander 2023).  On a chart x_l = 1 the pulled-back
+        measure is det(dz/dx) with the full N x N Jacobian (Euler: (dz/dx) x = z), built from
+        the first and second derivatives of U and F, generated symbolically like U and F.  A
+        point where the deformation fails (Im V(z) > 0: lam too large, or negative) returns
+        NaN, which the engines count and report: such a result is never "converged".
         """
         if self.domain != "sectors":
             raise ValueError("contour deformation is implemented for domain='sectors'")
@@ -364,82 +394,133 @@ class Integrand:
         kin = np.asarray(kin, dtype=np.float64)
         if kin.shape[0] != 1:
             raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
+        self._derivatives()
         return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
                                      jnp.asarray(float(lam), self.rdtype))
 
     def deformation_lambda(self, kinematics: Mapping[str, object] | np.ndarray,
                            n: int = 4096) -> float:
-        """A deformation strength for :meth:`bind_deformed`: 1 / max |t_k (1 - t_k) dF/dt_k|
-        over a deterministic grid of every sector, capped at 1, so that the largest shift of
-        a variable is about 1/4 of the cube: an O(1) deformation, small enough for the
-        O(lam^3) terms of a cubic F (two loops)."""
+        """A deformation strength for :meth:`bind_deformed`, from a deterministic pilot sample.
+
+        lam is dimensionful (V = F/U has the units of the kinematics), so candidates are taken
+        relative to lam0 = 1 / max |dV/dx_k| over a Kronecker grid of ``n`` points in every
+        sector: lam = c lam0 for c = 1/4 .. 16 in factors of 2.  A candidate is valid when the
+        deformation holds (Im V(z) <= 0, no NaN) at every grid point, and eligible when the
+        next larger one is valid too (a margin against the points the grid misses).  The
+        eligible candidate with the smallest sample variance of the integrand (real plus
+        imaginary) wins: the variance is what cubature and QMC pay for.  When none is
+        eligible, lam0/4 is halved until valid.
+        """
         kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
+        self._derivatives()
         g = np.arange(n, dtype=np.float64)
         primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
         pts = np.stack([np.mod((g + 0.5) * np.mod(np.sqrt(q), 1.0), 1.0)      # Kronecker grid
                         for q in primes[:self.ndim]], axis=1)
         t = jnp.asarray(pts, self.rdtype)
-        worst = 0.0
-        for l in range(self.N):
-            grads = self._sector_grad(l, kin)(*(t[:, i] for i in range(self.ndim)))
-            for k, gk in enumerate(grads):
-                worst = max(worst, float(jnp.max(jnp.abs(t[:, k] * (1 - t[:, k]) * gk))))
-        return float(min(1.0, 1.0 / worst)) if worst > 0 else 1.0
+        worst = float(self._pilot_max_v(kin, t))
+        lam0 = 1.0 / worst if worst > 0 else 1.0
+        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+        stats = []
+        for c in factors:
+            vals = np.asarray(self._deformed_jit(kin, c * lam0, t))[:, 0]
+            ok = bool(np.all(np.isfinite(vals)))
+            stats.append((ok, float(np.var(vals.real) + np.var(vals.imag)) if ok else np.inf))
+        eligible = [(stats[i][1], factors[i]) for i in range(len(factors) - 1)
+                    if stats[i][0] and stats[i + 1][0]]
+        if eligible:
+            return float(min(eligible)[1] * lam0)
+        lam = factors[0] * lam0
+        for _ in range(30):
+            lam *= 0.5
+            if bool(np.all(np.isfinite(np.asarray(self._deformed_jit(kin, lam, t))))):
+                break
+        return float(lam)
 
-    def _sector_F(self, l, kin):
-        """F in primary sector ``l`` (x_l = 1) as a function of the N-1 cube columns."""
-        def F_of(*cols):
-            one = jnp.ones_like(cols[0])
-            full = list(cols[:l]) + [one] + list(cols[l:])
-            return self._UF(full, kin)[1][:, 0]
-        return F_of
+    @partial(jax.jit, static_argnums=0)
+    def _pilot_max_v(self, kin, t):
+        """max_k |dV/dx_k| over the points t of every sector."""
+        def sector(carry, idx):
+            x = self._sector_columns(t, idx)
+            _, _, _, v, _ = self._deformation_terms(x, kin)
+            return jnp.maximum(carry, jnp.max(jnp.abs(jnp.stack(v)))), None
+        out, _ = jax.lax.scan(sector, jnp.zeros((), self.rdtype), self._sector_index())
+        return out
 
-    def _sector_grad(self, l, kin):
-        """The gradient of F in sector ``l``: a function of the cube columns -> list of [n]."""
-        F_of = self._sector_F(l, kin)
+    @partial(jax.jit, static_argnums=0)
+    def _deformed_jit(self, kin, lam, u):
+        return self._deformed_eval(kin, lam, u)
 
-        def grad(*cols):
-            return [jax.jvp(F_of, cols, _unit_tangent(cols, k))[1] for k in range(len(cols))]
-        return grad
+    def _derivatives(self):
+        """The generated set U, F, dU/dx_k, dF/dx_k, d2U/dx_k dx_j, d2F/dx_k dx_j (j <= k)."""
+        if self._derivset is None:
+            U, F, xs = self.diagram.U, self.diagram.F, self.xs
+            polys = [U, F] + [sympy.diff(U, x) for x in xs] + [sympy.diff(F, x) for x in xs]
+            pairs = [(k, j) for k in range(self.N) for j in range(k + 1)]
+            polys += [sympy.diff(U, xs[k], xs[j]) for k, j in pairs]
+            polys += [sympy.diff(F, xs[k], xs[j]) for k, j in pairs]
+            self._derivset = (_PolySet(polys, xs, self._sym_objs), pairs)
+        return self._derivset
+
+    def _sector_index(self):
+        """[N, N] int32: row l lists, for x_1..x_N in sector l, the column of [t | 1] to use."""
+        d = self.ndim
+        return jnp.asarray([[k if k < l else (d if k == l else k - 1) for k in range(self.N)]
+                            for l in range(self.N)], jnp.int32)
+
+    def _sector_columns(self, t, idx):
+        """The N Feynman parameters of a primary sector (x_l = 1) as columns: ``idx`` is a row
+        of :meth:`_sector_index` (traced, so one scan body serves every sector)."""
+        ext = jnp.concatenate([t, jnp.ones(t.shape[:1] + (1,), t.dtype)], axis=1)
+        full = jnp.take(ext, idx, axis=1)
+        return [full[:, k] for k in range(self.N)]
+
+    def _deformation_terms(self, x, kin):
+        """At real points (N columns): U, F, V = F/U, v_k = dV/dx_k and d2V/dx_k dx_j ([n] each;
+        the Hessian as a dict over j <= k)."""
+        dset, pairs = self._derivatives()
+        N = self.N
+        vals = [p[:, 0] for p in dset(x, kin, self.rdtype)]
+        U, F = vals[0], vals[1]
+        Uk, Fk = vals[2:2 + N], vals[2 + N:2 + 2 * N]
+        nP = len(pairs)
+        Ukj = dict(zip(pairs, vals[2 + 2 * N:2 + 2 * N + nP]))
+        Fkj = dict(zip(pairs, vals[2 + 2 * N + nP:]))
+        V = F / U
+        v = [(Fk[k] - V * Uk[k]) / U for k in range(N)]
+        H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) / U
+             for k, j in pairs}
+        return U, F, V, v, H
 
     def _deformed_eval(self, kin, lam, u):
         kin = jnp.asarray(kin, self.rdtype)
         u = jnp.asarray(u, self.rdtype)
         t, w = self._transform(u)
-        d = self.ndim
-        cols = tuple(t[:, i] for i in range(d))
-        total = None
-        for l in range(self.N):
-            grad = self._sector_grad(l, kin)
-            g = grad(*cols)
-            # Hessian column j: the derivative of the gradient along t_j
-            def grad_t(*c, grad=grad):
-                return tuple(grad(*c))
-            H = [jax.jvp(grad_t, cols, _unit_tangent(cols, j))[1] for j in range(d)]                                        # H[j][k] = d2F/dtj dtk
-            s = [c * (1 - c) for c in cols]
-            z = [jax.lax.complex(cols[k], -lam * s[k] * g[k]) for k in range(d)]
-            rows = []
-            for k in range(d):                                             # dz_k / dt_j
-                row = []
-                for j in range(d):
-                    im = s[k] * H[j][k] + ((1 - 2 * cols[k]) * g[k] if j == k else 0.0)
-                    row.append(jax.lax.complex(jnp.full_like(cols[k], 1.0 if j == k else 0.0),
-                                               -lam * im))
-                rows.append(jnp.stack(row, axis=-1))
-            jac = jnp.linalg.det(jnp.stack(rows, axis=-2))                 # [n]
-            one = jnp.ones_like(z[0])
-            full = z[:l] + [one] + z[l:]
-            U, F = self._UF(full, kin)
+        N = self.N
+
+        def sector(total, idx):
+            x = self._sector_columns(t, idx)
+            _, _, _, v, H = self._deformation_terms(x, kin)
+            z = [jax.lax.complex(x[k], -lam * x[k] * v[k]) for k in range(N)]
+            # dz_k/dx_j = delta_kj - i lam A_kj,  A = diag(v) + diag(x) H
+            A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
+                 for k in range(N)]
+            jac = _det_identity_minus_i(A, lam)                            # [n]
+            U, F = self._UF(z, kin)
             U, F = U[:, 0], F[:, 0]
             val = jac * _power_real(U, self.a) * _power_complex(F, self.b)
             for j, e in enumerate(self._nu_minus_1):
                 if e != 0:
-                    val = val * (_ipow(full[j], int(e)) if e.is_Integer and e > 0
-                                 else full[j] ** float(e))
-            bad = jnp.imag(F) > 1e-12 * jnp.abs(F)
-            val = jnp.where(bad, jnp.nan, val)
-            total = val if total is None else total + val
+                    val = val * (_ipow(z[j], int(e)) if e.is_Integer and e > 0
+                                 else z[j] ** float(e))
+            imV = jnp.imag(F * jnp.conj(U))                                # sign of Im(F/U)
+            bad = imV > 1e-12 * jnp.abs(F) * jnp.abs(U)
+            return total + jnp.where(bad, jnp.nan, val), None
+
+        # one traced sector body, scanned over the N sectors: the program (and the GPU
+        # compilation time) does not grow with N
+        total, _ = jax.lax.scan(sector, jnp.zeros(t.shape[:1], self.cdtype), self._sector_index())
         if w is not None:
             total = total * w
         return total[:, None]
@@ -467,9 +548,29 @@ def _power_real(v, e):
     return v ** float(e)
 
 
-def _unit_tangent(cols, k):
-    """Tangent vector e_k for jax.jvp over a tuple of column arrays."""
-    return tuple(jnp.ones_like(c) if i == k else jnp.zeros_like(c) for i, c in enumerate(cols))
+def _det_identity_minus_i(A, lam):
+    """det(I - i lam A) for a batch of real N x N matrices given as nested lists of [n] arrays.
+
+    Gaussian elimination without pivoting, unrolled into elementwise operations (XLA fuses
+    them; no LAPACK call per point).  Safe without pivoting for the deformation's A = diag(v) +
+    diag(x) H with H symmetric and x >= 0: A is similar, through the positive diagonal
+    diag(x)^(1/2), to a real symmetric matrix, so I - i lam A has the pivots of a matrix whose
+    Hermitian part is the identity; that class is closed under Schur complements, every pivot
+    has real part >= 1 and elimination is stable.
+    """
+    N = len(A)
+    M = [[jax.lax.complex(jnp.full_like(A[k][j], 1.0 if j == k else 0.0), -lam * A[k][j])
+          for j in range(N)] for k in range(N)]
+    det = None
+    for p in range(N):
+        piv = M[p][p]
+        det = piv if det is None else det * piv
+        inv = 1.0 / piv
+        for k in range(p + 1, N):
+            f = M[k][p] * inv
+            for j in range(p + 1, N):
+                M[k][j] = M[k][j] - f * M[p][j]
+    return det
 
 
 def _power_complex(z, b):

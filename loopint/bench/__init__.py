@@ -71,20 +71,21 @@ def run_suite(suite: str, quick: bool = False, json_path: str | None = None,
     skipped), e.g. ``only="C0"`` for a smoke test.
     """
     rows: list[dict] = []
-    done: dict = {}
     for mod, which in SUITES[suite]:
         if only is not None and not mod.endswith("seeds_cases"):
             continue
         t0 = time.perf_counter()
         try:
-            if mod not in done:
-                m = importlib.import_module(mod)
-                done[mod] = m.run(quick=quick, only=only) if only is not None else m.run(quick=quick)
-            out = done[mod]
+            m = importlib.import_module(mod)
+            if which != "all":              # a module that serves two suites runs one part
+                out = m.run(quick=quick, rows_for=which)
+            elif only is not None:
+                out = m.run(quick=quick, only=only)
+            else:
+                out = m.run(quick=quick)
         except Exception as e:  # a broken case must not hide the others
             log.exception("benchmark module %s failed", mod)
             out = [{"case": mod, "method": "-", "status": f"failed: {type(e).__name__}: {e}"}]
-            done[mod] = out
         if which == "seeds":
             out = [r for r in out if not _is_generic(r)]
         elif which == "generic":

@@ -102,9 +102,14 @@ def plain_jax_throughput(batch_log2: int = 24, steps: int = 16, precision: str =
             "evals_per_s": n / sec, "device": _device(), "converged": None}
 
 
-def run(quick: bool = False) -> list[dict]:
-    """All rows (module docstring); ``quick`` shrinks every case to seconds on a CPU."""
+def run(quick: bool = False, rows_for: str = "all") -> list[dict]:
+    """All rows (module docstring); ``quick`` shrinks every case to seconds on a CPU.
+
+    ``rows_for``: ``"seeds"`` skips the generic f1/f3 rows, ``"generic"`` runs only them
+    (the suites of ``loopint bench``), ``"all"`` runs everything."""
     rows: list[dict] = []
+    if rows_for == "generic":
+        return _genz_rows(quick)
     gpu = _device() != "cpu"
     chunk = 2**24 if gpu else 2**20
     max_log2 = 24 if (gpu and not quick) else 22
@@ -139,7 +144,21 @@ def run(quick: bool = False) -> list[dict]:
         rows.append(_row(case.name, "mc", "float64", r, case.exact, sec, comp, rtol=rtol,
                          antithetic=anti))
 
-    # f1, f3 (8-D) by QMC
+    if rows_for == "all":
+        rows += _genz_rows(quick)
+
+    # the bare integrand's throughput
+    for precision in ("float64", "float32"):
+        rows.append(plain_jax_throughput(24, 1 if quick else 32, precision))
+    return rows
+
+
+def _genz_rows(quick: bool) -> list[dict]:
+    """f1, f3 (8-D) by QMC."""
+    rows: list[dict] = []
+    gpu = _device() != "cpu"
+    chunk = 2**24 if gpu else 2**20
+    max_log2 = 24 if (gpu and not quick) else 22
     genz = {c.name: c for c in genz_suite()}
     for name, rq in (("f1_8d", 1e-1), ("f3_8d", 1e-2)):
         case = genz[name]
@@ -149,10 +168,6 @@ def run(quick: bool = False) -> list[dict]:
             chunk_size=chunk, max_log2=max_log2))
         rows.append(_row(name, "qmc", "float64", r, case.exact, sec, comp, rtol=rtol,
                          n=r.info["n"], shifts=r.info["shifts"]))
-
-    # the bare integrand's throughput
-    for precision in ("float64", "float32"):
-        rows.append(plain_jax_throughput(24, 1 if quick else 32, precision))
     return rows
 
 
