@@ -231,6 +231,12 @@ class Integrand:
         cols = [np.broadcast_to(c, (K,)) for c in cols]
         return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
 
+    def _kin(self, kinematics) -> np.ndarray:
+        """``kin[K, s]`` as given, or from a mapping (:meth:`kinematics_array`)."""
+        if isinstance(kinematics, np.ndarray):
+            return kinematics
+        return self.kinematics_array(kinematics)
+
     def F_coefficients(self, kin) -> np.ndarray:
         """Coefficients of F's monomials (``F_exponents``) at each kinematic point: [K, T]."""
         kin = np.asarray(kin, dtype=np.float64)
@@ -306,11 +312,7 @@ class Integrand:
         elementwise chain that XLA fuses with the polynomials (issue 3 benchmark).
         """
         U, F = self._UF(cols, kin)                                         # [n, K] each
-        scale = weight
-        for j, e in enumerate(self._nu_minus_1):
-            if e != 0:
-                f = _ipow(cols[j], int(e)) if e.is_Integer and e > 0 else cols[j] ** float(e)
-                scale = f if scale is None else scale * f
+        scale = self._x_powers(cols, weight)
         a, b = self.a, self.b
         Ua = _power_real(U, a)
         if scale is not None:
@@ -328,6 +330,15 @@ class Integrand:
         z = jax.lax.complex(jnp.broadcast_to(F[:, :, None], im.shape), im)
         val = Ua[:, :, None] * _power_complex(z, b)
         return val.reshape(val.shape[0], -1)
+
+    def _x_powers(self, cols, scale=None):
+        """``scale`` times prod_j x_j^(nu_j - 1) over the columns (real or complex); None when
+        both are trivial (unit powers, no scale)."""
+        for j, e in enumerate(self._nu_minus_1):
+            if e != 0:
+                f = _ipow(cols[j], int(e)) if e.is_Integer and e > 0 else cols[j] ** float(e)
+                scale = f if scale is None else scale * f
+        return scale
 
     def _evaluate(self, kin, delta, u, real: bool = False):
         kin = jnp.asarray(kin, self.rdtype)
@@ -362,7 +373,7 @@ class Integrand:
         engine that passes it into a jitted step as an argument does not recompile for new
         kinematics or deltas.
         """
-        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        kin = self._kin(kinematics)
         d = np.asarray(deltas, dtype=np.float64).reshape(-1)
         fn = self._real_eval if real else self._complex_eval
         return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype), jnp.asarray(d, self.rdtype))
@@ -390,7 +401,7 @@ class Integrand:
         """
         if self.domain != "sectors":
             raise ValueError("contour deformation is implemented for domain='sectors'")
-        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        kin = self._kin(kinematics)
         kin = np.asarray(kin, dtype=np.float64)
         if kin.shape[0] != 1:
             raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
@@ -411,7 +422,7 @@ class Integrand:
         imaginary) wins: the variance is what cubature and QMC pay for.  When none is
         eligible, lam0/4 is halved until valid.
         """
-        kin = kinematics if isinstance(kinematics, np.ndarray) else self.kinematics_array(kinematics)
+        kin = self._kin(kinematics)
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
         self._derivatives()
         g = np.arange(n, dtype=np.float64)
@@ -443,7 +454,7 @@ class Integrand:
         """max_k |dV/dx_k| over the points t of every sector."""
         def sector(carry, idx):
             x = self._sector_columns(t, idx)
-            _, _, _, v, _ = self._deformation_terms(x, kin)
+            v, _ = self._deformation_terms(x, kin)
             return jnp.maximum(carry, jnp.max(jnp.abs(jnp.stack(v)))), None
         out, _ = jax.lax.scan(sector, jnp.zeros((), self.rdtype), self._sector_index())
         return out
@@ -477,8 +488,8 @@ class Integrand:
         return [full[:, k] for k in range(self.N)]
 
     def _deformation_terms(self, x, kin):
-        """At real points (N columns): U, F, V = F/U, v_k = dV/dx_k and d2V/dx_k dx_j ([n] each;
-        the Hessian as a dict over j <= k)."""
+        """At real points (N columns), with V = F/U: v_k = dV/dx_k and the Hessian d2V/dx_k dx_j
+        ([n] each; the Hessian as a dict over j <= k)."""
         dset, pairs = self._derivatives()
         N = self.N
         vals = [p[:, 0] for p in dset(x, kin, self.rdtype)]
@@ -491,7 +502,7 @@ class Integrand:
         v = [(Fk[k] - V * Uk[k]) / U for k in range(N)]
         H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) / U
              for k, j in pairs}
-        return U, F, V, v, H
+        return v, H
 
     def _deformed_eval(self, kin, lam, u):
         kin = jnp.asarray(kin, self.rdtype)
@@ -501,7 +512,7 @@ class Integrand:
 
         def sector(total, idx):
             x = self._sector_columns(t, idx)
-            _, _, _, v, H = self._deformation_terms(x, kin)
+            v, H = self._deformation_terms(x, kin)
             z = [jax.lax.complex(x[k], -lam * x[k] * v[k]) for k in range(N)]
             # dz_k/dx_j = delta_kj - i lam A_kj,  A = diag(v) + diag(x) H
             A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
@@ -509,11 +520,7 @@ class Integrand:
             jac = _det_identity_minus_i(A, lam)                            # [n]
             U, F = self._UF(z, kin)
             U, F = U[:, 0], F[:, 0]
-            val = jac * _power_real(U, self.a) * _power_complex(F, self.b)
-            for j, e in enumerate(self._nu_minus_1):
-                if e != 0:
-                    val = val * (_ipow(z[j], int(e)) if e.is_Integer and e > 0
-                                 else z[j] ** float(e))
+            val = self._x_powers(z, jac) * _power_real(U, self.a) * _power_complex(F, self.b)
             imV = jnp.imag(F * jnp.conj(U))                                # sign of Im(F/U)
             bad = imV > 1e-12 * jnp.abs(F) * jnp.abs(U)
             return total + jnp.where(bad, jnp.nan, val), None
