@@ -104,3 +104,35 @@ def test_bench_quick_subset(tmp_path):
         assert {"case", "method", "value", "error", "true_error", "evaluations", "seconds",
                 "compile_seconds", "evals_per_s", "device"} <= set(r)
         assert r["true_error"] <= 1e-4 * 0.71      # quick run at rtol 1e-4; |C0| = 0.706
+
+
+def test_bench_suite_dispatch(monkeypatch, capsys):
+    """A module that serves two suites is asked for one part (``rows_for``); the others run
+    whole and their rows are split by case name; a module's failure becomes a row."""
+    import sys
+    import types
+
+    import loopint.bench as bench
+    calls = []
+
+    def split_run(quick=False, rows_for="all"):
+        calls.append(("split", rows_for))
+        return [{"case": "f1_8d" if rows_for == "generic" else "table51", "method": "m"}]
+
+    def whole_run(quick=False):
+        calls.append(("whole", None))
+        return [{"case": "f3_3d", "method": "m"}, {"case": "pentagon step", "method": "m"}]
+
+    def broken_run(quick=False):
+        raise RuntimeError("boom")
+
+    for name, fn in (("split", split_run), ("whole", whole_run), ("broken", broken_run)):
+        monkeypatch.setitem(sys.modules, f"fake_{name}", types.SimpleNamespace(run=fn))
+    monkeypatch.setitem(bench.SUITES, "t", [("fake_split", "seeds"), ("fake_split", "generic"),
+                                            ("fake_whole", "generic"), ("fake_broken", "all")])
+    assert bench.run_suite("t", quick=True) == 0
+    assert calls == [("split", "seeds"), ("split", "generic"), ("whole", None)]
+    out = capsys.readouterr().out
+    assert "table51" in out and "f1_8d" in out and "f3_3d" in out
+    assert "pentagon step" not in out                   # not a generic row
+    assert "failed: RuntimeError: boom" in out

@@ -102,6 +102,12 @@ def plain_jax_throughput(batch_log2: int = 24, steps: int = 16, precision: str =
             "evals_per_s": n / sec, "device": _device(), "converged": None}
 
 
+def _sizes(quick: bool):
+    """(on a GPU, chunk size, largest log2 lattice size) for this device and mode."""
+    gpu = _device() != "cpu"
+    return gpu, 2**24 if gpu else 2**20, 24 if (gpu and not quick) else 22
+
+
 def run(quick: bool = False, rows_for: str = "all") -> list[dict]:
     """All rows (module docstring); ``quick`` shrinks every case to seconds on a CPU.
 
@@ -110,9 +116,7 @@ def run(quick: bool = False, rows_for: str = "all") -> list[dict]:
     rows: list[dict] = []
     if rows_for == "generic":
         return _genz_rows(quick)
-    gpu = _device() != "cpu"
-    chunk = 2**24 if gpu else 2**20
-    max_log2 = 24 if (gpu and not quick) else 22
+    gpu, chunk, max_log2 = _sizes(quick)
 
     # Table 5.1 by MC at fixed N
     n_mc = 10**7 if quick else 4 * 10**10
@@ -156,9 +160,7 @@ def run(quick: bool = False, rows_for: str = "all") -> list[dict]:
 def _genz_rows(quick: bool) -> list[dict]:
     """f1, f3 (8-D) by QMC."""
     rows: list[dict] = []
-    gpu = _device() != "cpu"
-    chunk = 2**24 if gpu else 2**20
-    max_log2 = 24 if (gpu and not quick) else 22
+    _, chunk, max_log2 = _sizes(quick)
     genz = {c.name: c for c in genz_suite()}
     for name, rq in (("f1_8d", 1e-1), ("f3_8d", 1e-2)):
         case = genz[name]
