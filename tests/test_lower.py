@@ -144,12 +144,17 @@ def test_lowered_integrand_equals_mpmath(problems, name, domain, transform):
     u = _points(ig, 3, zlib.crc32(f"{name}{domain}{transform}".encode()))
     with jax.disable_jit():
         vc = np.asarray(ig.call(kin, DELTAS, u))
+        # one delta and one kinematic point take the rank-1 ("flat") path of the lowering
+        v1 = np.asarray(ig.call(kin, DELTAS[1:], u))
         vr = np.asarray(ig.real_call(kin, np.zeros(1), u)) if kind == "euclidean" else None
     assert vc.shape == (3, 2) and vc.dtype == np.complex128
+    assert v1.shape == (3, 1) and v1.dtype == np.complex128
     assert np.all(np.isfinite(vc))                     # interior points: always finite
     for i in range(3):
         for r, want in enumerate(ref.at(domain, transform, u[i], DELTAS)):
             assert _rel(vc[i, r], want) <= RTOL, (i, r, vc[i, r], want)
+            if r == 1:
+                assert _rel(v1[i, 0], want) <= RTOL, (i, v1[i, 0], want)
         if vr is not None:
             (want,) = ref.at(domain, transform, u[i], DELTAS, real=True)
             assert vr.dtype == np.float64

@@ -90,6 +90,23 @@ def test_uniforms_open_symmetric_and_distinct(rng, precision):
     assert not np.array_equal(a, other)
 
 
+@pytest.mark.parametrize("rng", mc.RNGS)
+def test_uniform_moments_and_uncorrelated_coordinates(rng):
+    """Mean 1/2, variance 1/12 and no correlation between the coordinates of a sample (7, so
+    that Threefry and Philox use several hash calls per sample), within 5 standard errors,
+    also beyond sample index 2^32 (the high counter word)."""
+    n, d = 2**15, 7
+    draws = []
+    for first in (0, 2**33):
+        u = mc.uniforms(first, n, d, seed=11, rng=rng)
+        assert np.all(np.abs(u.mean(axis=0) - 0.5) < 5 * np.sqrt(1 / 12 / n))
+        assert np.all(np.abs(u.var(axis=0) - 1 / 12) < 5 * np.sqrt(1 / 180 / n))
+        corr = np.corrcoef(u.T)[np.triu_indices(d, 1)]
+        assert np.all(np.abs(corr) < 5 / np.sqrt(n)), corr
+        draws.append(u)
+    assert np.intersect1d(draws[0].ravel(), draws[1].ravel()).size == 0
+
+
 def test_neumaier_compensation():
     s, c = jnp.float64(0.0), jnp.float64(0.0)
     for x in [1e16, 1.0, -1e16, 1.0] * 3:

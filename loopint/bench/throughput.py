@@ -2,8 +2,9 @@
 
 Compares the seed's hand-written formula in plain JAX (:func:`loopint.testfunctions.table51`)
 with the integrand generated from the diagram file (``diagrams/table51_2L.toml``, sequential
-map), both fed by ``jax.random`` uniforms in batches of 2^24 points and summed on the device,
-in float64 and float32.  Median of repeated timed runs after a warm-up.
+map), both fed by the MC engine's counter-based uniforms (Philox-4x32-10 and Threefry-2x32-20)
+in batches of 2^24 points and summed on the device, in float64 and float32.  Median of
+repeated timed runs after a warm-up.
 
     python -m loopint.bench.throughput [--batch-log2 24] [--steps 16] [--repeats 5]
 """
@@ -19,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 import loopint  # noqa: F401  (x64)
+from ..engines import mc
 from ..lower import Integrand
 from ..problem import load
 from ..testfunctions import table51
@@ -26,17 +28,28 @@ from ..testfunctions import table51
 DIAGRAM = os.path.join(os.path.dirname(__file__), "..", "..", "diagrams", "table51_2L.toml")
 
 
-def _summer(f, batch: int, steps: int, dtype):
+def _summer(f, batch: int, steps: int, dtype, rng: str = "philox"):
+    """Jitted ``key_data -> sum over steps x batch points of f(u)``, the uniforms from the MC
+    engine's counter-based generator (:func:`loopint.engines.mc._sample_columns`: elementwise
+    in the sample, so XLA fuses generator, integrand and sum)."""
+    nb = batch // mc.BLOCK
+
     @jax.jit
-    def run(key):
+    def run(key_data):
         def body(i, acc):
-            u = jax.random.uniform(jax.random.fold_in(key, i), (batch, 6), dtype=dtype)
+            u = jnp.stack(mc._sample_columns(rng, key_data, jnp.asarray(i, jnp.int64) * nb,
+                                             nb, 6, dtype), axis=1)
             return acc + jnp.sum(f(u).astype(jnp.float64))
         return jax.lax.fori_loop(0, steps, body, jnp.zeros((), jnp.float64))
     return run
 
 
-def measure(batch_log2: int = 24, steps: int = 16, repeats: int = 5) -> list[dict]:
+def _key(seed: int, rng: str):
+    return jnp.asarray(mc.seed_key_data(seed, rng))
+
+
+def measure(batch_log2: int = 24, steps: int = 16, repeats: int = 5,
+            rngs=("philox", "threefry")) -> list[dict]:
     batch = 2**batch_log2
     p = load(DIAGRAM)
     rows = []
@@ -45,23 +58,23 @@ def measure(batch_log2: int = 24, steps: int = 16, repeats: int = 5) -> list[dic
         gen = ig.bind({}, [0.0], real=True)
         cands = {"plain JAX (seed formula)": lambda u: table51(u),
                  "generated from diagram file": lambda u: 2.0 * gen(u)[:, 0]}
-        for name, f in cands.items():
-            run = _summer(f, batch, steps, dtype)
-            key = jax.random.PRNGKey(0)
-            t0 = time.perf_counter()
-            val = float(run(key).block_until_ready())
-            compile_s = time.perf_counter() - t0
-            times = []
-            for r in range(repeats):
+        for rng in rngs:
+            for name, f in cands.items():
+                run = _summer(f, batch, steps, dtype, rng)
                 t0 = time.perf_counter()
-                val = float(run(jax.random.PRNGKey(r + 1)).block_until_ready())
-                times.append(time.perf_counter() - t0)
-            med = statistics.median(times)
-            n = batch * steps
-            rows.append({"case": f"Table 5.1 integrand, {name}", "precision": precision,
-                         "method": "mc-sum", "evaluations": n, "seconds": med,
-                         "compile_seconds": compile_s, "evals_per_s": n / med,
-                         "value": val / n, "device": jax.devices()[0].device_kind})
+                val = float(run(_key(0, rng)).block_until_ready())
+                compile_s = time.perf_counter() - t0
+                times = []
+                for r in range(repeats):
+                    t0 = time.perf_counter()
+                    val = float(run(_key(r + 1, rng)).block_until_ready())
+                    times.append(time.perf_counter() - t0)
+                med = statistics.median(times)
+                n = batch * steps
+                rows.append({"case": f"Table 5.1 integrand, {name}", "precision": precision,
+                             "method": f"{rng} + sum", "evaluations": n, "seconds": med,
+                             "compile_seconds": compile_s, "evals_per_s": n / med,
+                             "value": val / n, "device": jax.devices()[0].device_kind})
     return rows
 
 

@@ -18,24 +18,29 @@ tetrahedron-picking integrands); ``antithetic=False`` turns it off.
 Sums.  Samples are processed in chunks of ``chunk_size`` evaluations inside one jitted
 ``lax.fori_loop``, so memory is constant however large ``N`` is (seed 000 section 2.4:
 "chunking").  Each chunk contributes its float64 sums ``sum (g - K)`` and ``sum (g - K)^2``
-(``K`` = mean of the first chunk, a fixed shift that removes the cancellation in
-``sum g^2 - n gbar^2`` without changing the estimator); the chunk sums are accumulated with
+(``K`` = mean of the first ``PILOT_BLOCKS`` stream blocks, computed before the loop: a fixed
+shift that removes the cancellation in ``sum g^2 - n gbar^2`` without changing the
+estimator, and leaves the loop body one pass that XLA fuses); the chunk sums are accumulated with
 Neumaier's compensated summation (the improved Kahan summation seed 000 uses as its round-off
 guard), so the accumulated round-off stays ``O(eps)`` for any number of chunks.  Integrand
 values are computed in ``precision`` (float64, or float32 opt-in) and always summed in float64.
 
-Random numbers.  Every sample has a global index ``s = 0, 1, 2, ...``; samples are grouped in
-stream blocks of ``BLOCK`` = 1024, and the uniforms of block ``b`` are a pure function of
-``(seed, b)``:
+Random numbers.  Every sample has a global index ``s = 0, 1, 2, ...``; samples are addressed
+in stream blocks of ``BLOCK`` = 1024, and the uniforms of sample ``s`` are a pure function of
+``(seed, s)``:
 
-- ``"threefry"`` (default): Threefry-2x32-20, the counter-based generator of Salmon, Moraes,
+- ``"threefry"``: Threefry-2x32-20, the counter-based generator of Salmon, Moraes,
   Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3" (SC'11), through JAX's own hash
-  (``jax.extend.random.threefry_2x32``, the primitive under ``jax.random``): the key of block
-  ``b`` is the seed's key with ``b`` folded in (``k_b = H_key(b_hi, b_lo)``), and the block's
-  words are ``H_(k_b)(j)`` for the word counter ``j``;
-- ``"philox"``: Philox-4x32-10 of the same paper (the generator seed 000 uses through
-  Random123), written here in ``uint32`` JAX ops: counter ``(word index, 0, b_lo, b_hi)``,
-  key = the two 32-bit halves of the seed.  Checked against Random123's known-answer vectors;
+  (``jax.extend.random.threefry2x32_p``, the primitive under ``jax.random``), keyed with the
+  seed's key: the two words of coordinate group ``g`` of sample ``s`` are
+  ``H_key(s mod 2^32, floor(s / 2^32) G + g)`` with ``G`` groups per sample (float64: one
+  coordinate per group, its two words are the 64 bits; float32: two coordinates per group);
+- ``"philox"`` (default): Philox-4x32-10 of the same paper (the generator seed 000 uses
+  through Random123, and cuRAND's default), written here in ``uint32`` JAX ops: counter
+  ``(s mod 2^32, floor(s / 2^32), g, 0)`` for coordinate group ``g`` of sample ``s`` (two
+  float64 or four float32 coordinates per group), key = the two 32-bit halves of the seed.
+  Checked against Random123's known-answer vectors.  The default because it is the fastest
+  of the two hashes on a GPU (fewer integer operations per word than Threefry-2x32-20);
 - ``"lcg"``: the 64-bit linear congruential generator of seed 002,
   ``x_(k+1) = a x_k + c mod 2^64`` with Knuth's MMIX constants ``a = 6364136223846793005``,
   ``c = 1442695040888963407``; coordinate ``j`` of sample ``s`` is ``x_(s d + j + 1)``, the
@@ -44,6 +49,10 @@ stream blocks of ``BLOCK`` = 1024, and the uniforms of block ``b`` are a pure fu
   block by seed 002's vectorized form ``x_(start+e) = A_e x_start + C_e`` with a precomputed
   table ``(A_e, C_e)``.  Kept for comparison with seed 002: the low bits of a power-of-two LCG
   are weak and consecutive d-tuples lie on hyperplanes; prefer the counter-based generators.
+
+For the counter-based generators each sample's words come from its own counters, so the
+generator is elementwise in the sample index: XLA fuses it with the integrand and the
+reduction, and the uniforms never pass through device memory.
 
 64 (float64) or 32 (float32) random bits become ``u = (floor(bits / 2^12) + 1/2) 2^-52``
 (float32: ``(floor(bits / 2^9) + 1/2) 2^-23``), so ``u`` and ``1 - u`` are both exact and lie
@@ -77,7 +86,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.random import threefry_2x32
+from jax.extend.random import threefry2x32_p, threefry_2x32
 
 from ..precision import real_dtype
 from . import base
@@ -87,7 +96,10 @@ log = logging.getLogger(__name__)
 BLOCK = 1024
 """Samples per stream block: the unit in which random numbers are addressed."""
 
-RNGS = ("threefry", "philox", "lcg")
+PILOT_BLOCKS = 4
+"""Stream blocks whose mean is the summation shift ``K`` (module docstring)."""
+
+RNGS = ("philox", "threefry", "lcg")
 
 # Knuth's MMIX LCG (seed 002, section 2; Knuth 1999)
 LCG_A = 6364136223846793005
@@ -195,55 +207,53 @@ def _unit_from_bits(bits, dtype):
     return ((bits >> 9).astype(jnp.float32) + jnp.float32(0.5)) * jnp.float32(2.0**-23)
 
 
-def _block_uniforms(rng: str, key_data, blocks, d: int, dtype):
-    """Uniforms of the given stream blocks: shape ``(len(blocks), BLOCK, d)``.
+def _sample_columns(rng: str, key_data, first_block, nblocks: int, d: int, dtype) -> list:
+    """The uniforms of the ``nblocks`` stream blocks from ``first_block`` on, as ``d`` flat
+    columns ``[nblocks * BLOCK]`` (sample-major).
+
+    Threefry and Philox are elementwise in the global sample index ``s`` (one iota, no
+    gathers, no rank changes), and consumers stack the columns right before the integrand,
+    whose column slices XLA resolves to these arrays: generator, integrand and sums become one
+    kernel and the uniforms never pass through device memory.
 
     ``key_data``: uint32[2] derived from the seed (:func:`seed_key_data`), or for ``"lcg"`` the
-    generator state at the start of ``blocks[0]``; ``blocks``: int64 block indices
-    (consecutive for ``"lcg"``).
+    generator state at the start of ``first_block``; ``first_block``: int64 scalar (traced).
     """
-    nb = blocks.shape[0]
+    n = nblocks * BLOCK
     wide = dtype == jnp.float64
-    if rng == "threefry":
-        # fold the block index into the seed's key (the construction of jax.random.fold_in),
-        # then hash the word counter 0..W-1 under the block key (that of jax.random.bits).
-        # Calling the Threefry hash directly compiles ~10x faster than vmapped jax.random.
-        words = BLOCK * d * (2 if wide else 1)
-        hi = (blocks >> 32).astype(jnp.uint32)
-        lo = (blocks & 0xFFFFFFFF).astype(jnp.uint32)
-        keys = threefry_2x32(key_data, jnp.concatenate([hi, lo])).reshape(2, nb)
-        count = jnp.arange(words, dtype=jnp.uint32)
-        w = jax.vmap(lambda k0, k1: threefry_2x32(jnp.stack([k0, k1]), count))(keys[0], keys[1])
+    if rng in ("threefry", "philox"):
+        per = (1 if rng == "threefry" else 2) if wide else (2 if rng == "threefry" else 4)
+        groups = -(-d // per)                              # hash calls per sample
+        s = jnp.asarray(first_block, jnp.int64) * BLOCK + jnp.arange(n, dtype=jnp.int64)
+        s_lo = (s & 0xFFFFFFFF).astype(jnp.uint32)
+        s_hi = (s >> 32).astype(jnp.uint32)
+        words = []
+        for g in range(groups):
+            if rng == "threefry":
+                # counter (s_lo, s_hi G + g): unique while s < 2^64 / G
+                x1 = s_hi * jnp.uint32(groups) + jnp.uint32(g)
+                words += list(threefry2x32_p.bind(key_data[0], key_data[1], s_lo, x1))
+            else:
+                gg = jnp.full((n,), g, jnp.uint32)
+                words += list(philox4x32((s_lo, s_hi, gg, jnp.zeros_like(gg)),
+                                         (key_data[0], key_data[1])))
         if wide:
-            w = w.reshape(nb, 2, words // 2).astype(jnp.uint64)
-            w = (w[:, 0] << 32) | w[:, 1]
-        bits = w.reshape(nb, BLOCK, d)
-    elif rng == "philox":
-        words = BLOCK * d * (2 if wide else 1)
-        calls = -(-words // 4)
-        j = jnp.arange(calls, dtype=jnp.uint32)[None, :]
-        hi = (blocks >> 32).astype(jnp.uint32)[:, None]
-        lo = (blocks & 0xFFFFFFFF).astype(jnp.uint32)[:, None]
-        out = philox4x32((j, jnp.zeros_like(j), lo, hi), (key_data[0], key_data[1]))
-        w = jnp.stack(out, axis=-1).reshape(nb, calls * 4)[:, :words]
-        if wide:
-            w = w.reshape(nb, words // 2, 2).astype(jnp.uint64)
-            w = (w[..., 0] << 32) | w[..., 1]
-        bits = w.reshape(nb, BLOCK, d)
-    elif rng == "lcg":
-        # key_data holds the LCG state at the start of blocks[0] (_lcg_state_words); blocks
-        # are consecutive, so block r of the batch starts at A_(rL) x + C_(rL) (L = BLOCK d)
+            words = [(words[2 * k].astype(jnp.uint64) << 32) | words[2 * k + 1].astype(jnp.uint64)
+                     for k in range(len(words) // 2)]
+        return [_unit_from_bits(w, dtype) for w in words[:d]]
+    if rng == "lcg":
+        # key_data holds the LCG state at the start of first_block (_lcg_state_words); block r
+        # of the batch starts at A_(rL) x + C_(rL) (L = BLOCK d)
         ia, ic = _lcg_inner(d)
-        ta, tc = _lcg_block_table(d, nb)
+        ta, tc = _lcg_block_table(d, nblocks)
         x0 = (key_data[0].astype(jnp.uint64) << 32) | key_data[1].astype(jnp.uint64)
         start = jnp.asarray(ta) * x0 + jnp.asarray(tc)
         x = jnp.asarray(ia)[None, :] * start[:, None] + jnp.asarray(ic)[None, :]
         if not wide:
             x = (x >> 32).astype(jnp.uint32)
-        bits = x.reshape(nb, BLOCK, d)
-    else:
-        raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
-    return _unit_from_bits(bits, dtype)
+        u = _unit_from_bits(x.reshape(n, d), dtype)
+        return [u[:, k] for k in range(d)]
+    raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
 
 
 def seed_key_data(seed: int, rng: str) -> np.ndarray:
@@ -261,7 +271,7 @@ def seed_key_data(seed: int, rng: str) -> np.ndarray:
 
 
 def uniforms(first_sample: int, n_samples: int, ndim: int, *, seed: int = 0,
-             rng: str = "threefry", precision: str = "float64") -> np.ndarray:
+             rng: str = "philox", precision: str = "float64") -> np.ndarray:
     """The base uniforms ``u`` of samples ``first_sample .. first_sample + n_samples - 1``.
 
     Exactly the numbers :func:`integrate_box` uses (before the antithetic reflection); both
@@ -269,17 +279,18 @@ def uniforms(first_sample: int, n_samples: int, ndim: int, *, seed: int = 0,
     """
     if first_sample % BLOCK or n_samples % BLOCK:
         raise ValueError(f"first_sample and n_samples must be multiples of {BLOCK}")
-    blocks = jnp.arange(first_sample // BLOCK, (first_sample + n_samples) // BLOCK, dtype=jnp.int64)
     kd = seed_key_data(seed, rng)
     if rng == "lcg":
         kd = _lcg_state_words(int(kd[0]) << 32 | int(kd[1]), first_sample // BLOCK, ndim)
-    u = _uniforms_jit(rng, ndim, real_dtype(precision))(jnp.asarray(kd), blocks)
-    return np.asarray(u.reshape(n_samples, ndim))
+    u = _uniforms_jit(rng, ndim, real_dtype(precision), n_samples // BLOCK)(
+        jnp.asarray(kd), jnp.int64(first_sample // BLOCK))
+    return np.asarray(u)
 
 
 @functools.lru_cache(maxsize=16)
-def _uniforms_jit(rng: str, ndim: int, dtype):
-    return jax.jit(lambda kd, blocks: _block_uniforms(rng, kd, blocks, ndim, dtype))
+def _uniforms_jit(rng: str, ndim: int, dtype, nblocks: int):
+    return jax.jit(lambda kd, first: jnp.stack(
+        _sample_columns(rng, kd, first, nblocks, ndim, dtype), axis=1))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -290,6 +301,15 @@ def neumaier_add(s, c, x):
     t = s + x
     lost = jnp.where(jnp.abs(s) >= jnp.abs(x), (s - t) + x, (x - t) + s)
     return t, c + lost
+
+
+def finite_rows(y):
+    """``[n]`` mask of the rows of ``y[n, m]`` that are finite in every component (elementwise
+    over the few components, no reduction: it stays in the caller's fusion)."""
+    ok = jnp.isfinite(y[:, 0])
+    for k in range(1, y.shape[1]):
+        ok = ok & jnp.isfinite(y[:, k])
+    return ok
 
 
 def inside_box(x, lo, span):
@@ -322,24 +342,27 @@ def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: b
     def constrain(a):
         return a if shard is None else lax.with_sharding_constraint(a, shard)
 
-    def chunk(key_data, lo, span, first_block):
-        blocks = constrain(first_block + jnp.arange(chunk_blocks, dtype=jnp.int64))
-        u = _block_uniforms(rng, key_data, blocks, ndim, dtype)
-        u = constrain(u).reshape(chunk_blocks * BLOCK, ndim)
+    def chunk(key_data, lo, span, first_block, nblocks=chunk_blocks):
+        cols = [constrain(c) for c in
+                _sample_columns(rng, key_data, first_block, nblocks, ndim, dtype)]
         lo_, span_ = lo.astype(dtype), span.astype(dtype)
-        y = norm.fn(inside_box(lo_ + span_ * u, lo, span)).astype(jnp.float64)
-        ok = jnp.all(jnp.isfinite(y), axis=1)
-        bad = jnp.sum(~ok)
+
+        def points(cs):    # column by column, stacked last (see _sample_columns)
+            return jnp.stack([inside_box(lo_[k] + span_[k] * c, lo[k], span[k])
+                              for k, c in enumerate(cs)], axis=1)
+
+        y = norm.fn(points(cols)).astype(jnp.float64)
+        ok = finite_rows(y)
+        nbad = (~ok).astype(jnp.float64)          # non-finite evaluations of each sample
         if antithetic:
-            y2 = norm.fn(inside_box(lo_ + span_ * (1 - u), lo, span)).astype(jnp.float64)
-            ok2 = jnp.all(jnp.isfinite(y2), axis=1)
-            bad = bad + jnp.sum(~ok2)
+            y2 = norm.fn(points([1 - c for c in cols])).astype(jnp.float64)
+            ok2 = finite_rows(y2)
+            nbad = nbad + (~ok2).astype(jnp.float64)
             ok = ok & ok2
             g = 0.5 * (y + y2)
         else:
             g = y
-        g = jnp.where(ok[:, None], g, 0.0)
-        return g, ok, bad
+        return g, ok, nbad
 
     if rng == "lcg":  # the carried key is the LCG state at the chunk start: advance it
         ja, jc = lcg_jump(chunk_blocks * BLOCK * ndim)
@@ -352,22 +375,43 @@ def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: b
         def next_key(kd):
             return kd
 
+    # the shift K is the mean of the finite samples of the first few blocks, computed before
+    # the loop: the loop body is then one pass (generate, evaluate, sum), which XLA fuses into
+    # one kernel; K from within the chunk would need g in memory for a second pass
+    pilot_blocks = min(chunk_blocks, -(-PILOT_BLOCKS // max(ndev, 1)) * max(ndev, 1))
+
+    def pilot_mean(key_data, lo, span, first_block):
+        g, ok, _ = chunk(key_data, lo, span, first_block, pilot_blocks)
+        return jnp.sum(jnp.where(ok[:, None], g, 0.0), axis=0) / jnp.maximum(jnp.sum(ok), 1)
+
     @jax.jit
     def run(state, key_data, lo, span, first_block, n_chunks):
-        def body(i, carry):
-            (s, cs, q, cq, k_shift, n_ok, n_bad), kd = carry
-            g, ok, bad = chunk(kd, lo, span,
-                               first_block + jnp.asarray(i, jnp.int64) * chunk_blocks)
-            cnt = jnp.sum(ok)
-            # the shift K: mean of the first chunk's finite samples, then frozen
-            chunk_mean = jnp.sum(g, axis=0) / jnp.maximum(cnt, 1)
-            k_shift = jnp.where(n_ok + n_bad == 0, chunk_mean, k_shift)
-            dg = jnp.where(ok[:, None], g - k_shift, 0.0)
-            s, cs = neumaier_add(s, cs, jnp.sum(dg, axis=0))
-            q, cq = neumaier_add(q, cq, jnp.sum(dg * dg, axis=0))
-            return (s, cs, q, cq, k_shift, n_ok + cnt, n_bad + bad), next_key(kd)
+        s, cs, q, cq, k_shift, n_ok, n_bad = state
+        k_shift = lax.cond(n_ok + n_bad == 0, pilot_mean, lambda *_: k_shift,
+                           key_data, lo, span, first_block)
 
-        return lax.fori_loop(0, n_chunks, body, (state, key_data))[0]
+        def body(i, carry):
+            (s, cs, q, cq, n_ok, n_bad), kd = carry
+            g, ok, nbad = chunk(kd, lo, span,
+                                first_block + jnp.asarray(i, jnp.int64) * chunk_blocks)
+            dg = jnp.where(ok[:, None], g - k_shift, 0.0)
+            # one variadic reduction: a single consumer, so XLA fuses the generator and the
+            # integrand into it (four separate sums made it write the values to memory first)
+            # (a variadic reduce takes operands of one shape: the counts ride along per
+            # component)
+            s1, s2, cnt, bad = lax.reduce(
+                (dg, dg * dg, jnp.broadcast_to(ok[:, None], dg.shape).astype(jnp.float64),
+                 jnp.broadcast_to(nbad[:, None], dg.shape)), (0.0, 0.0, 0.0, 0.0),
+                lambda a, b: tuple(x + y for x, y in zip(a, b)), (0,))
+            cnt, bad = cnt[0], bad[0]
+            s, cs = neumaier_add(s, cs, s1)
+            q, cq = neumaier_add(q, cq, s2)
+            return ((s, cs, q, cq, n_ok + cnt.astype(jnp.int64), n_bad + bad.astype(jnp.int64)),
+                    next_key(kd))
+
+        s, cs, q, cq, n_ok, n_bad = lax.fori_loop(
+            0, n_chunks, body, ((s, cs, q, cq, n_ok, n_bad), key_data))[0]
+        return s, cs, q, cq, k_shift, n_ok, n_bad
 
     def init():
         z = jnp.zeros((m,), jnp.float64)
@@ -393,7 +437,7 @@ def _estimate(state, vol: float):
 
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float = 0.0,
                   max_evals: int = 10**9, seed: int = 0, n_start: int = 2**20, growth: float = 4,
-                  chunk_size: int = 2**22, antithetic: bool = True, rng: str = "threefry",
+                  chunk_size: int = 2**22, antithetic: bool = True, rng: str = "philox",
                   precision: str = "float64", **opts) -> base.IntegrationResult:
     """Monte Carlo estimate of ``int_box f`` with the automatic meta-algorithm of seed 000.
 
@@ -410,7 +454,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
         chunk_size: evaluations per chunk (rounded to whole stream blocks of ``BLOCK``
             samples, and to a multiple of the device count); memory scales with it.
         antithetic: use ``u`` and ``1 - u`` (eq. 2.5).
-        rng: ``"threefry"``, ``"philox"`` or ``"lcg"`` (module docstring).
+        rng: ``"philox"`` (default), ``"threefry"`` or ``"lcg"`` (module docstring).
         precision: ``"float64"`` or ``"float32"`` for points and integrand values; sums are
             always float64.
         opts: ``ndim`` (see above); ``callback`` (called after each step with a dict
