@@ -86,7 +86,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.random import threefry2x32_p, threefry_2x32
+from jax.extend.random import threefry2x32_p
 
 from ..precision import real_dtype
 from . import base
