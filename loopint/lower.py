@@ -262,8 +262,7 @@ class Integrand:
     def _UF(self, cols, kin, flat: bool = False):
         """U and F at points given as N columns ``[n]`` for kinematic points kin[K, s]: [n, K]
         each (``flat``, for K = 1: [n] each)."""
-        U, F = self._UFset(cols, kin, self.rdtype, flat)
-        return U, F
+        return self._UFset(cols, kin, self.rdtype, flat)
 
     def _transform(self, u):
         """Boundary transformation of cube coordinates: (t, weight or None)."""
@@ -508,7 +507,7 @@ class Integrand:
         ([n] each; the Hessian as a dict over j <= k)."""
         dset, pairs = self._derivatives()
         N = self.N
-        vals = [p[:, 0] for p in dset(x, kin, self.rdtype)]
+        vals = dset(x, kin, self.rdtype, flat=True)                        # one point: [n] each
         U, F = vals[0], vals[1]
         Uk, Fk = vals[2:2 + N], vals[2 + N:2 + 2 * N]
         nP = len(pairs)
@@ -534,8 +533,7 @@ class Integrand:
             A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
                  for k in range(N)]
             jac = _det_identity_minus_i(A, lam)                            # [n]
-            U, F = self._UF(z, kin)
-            U, F = U[:, 0], F[:, 0]
+            U, F = self._UF(z, kin, flat=True)
             val = self._x_powers(z, jac) * _power_real(U, self.a) * _power_complex(F, self.b)
             imV = jnp.imag(F * jnp.conj(U))                                # sign of Im(F/U)
             bad = imV > 1e-12 * jnp.abs(F) * jnp.abs(U)
