@@ -108,7 +108,15 @@ on accelerators) sets the batch, ``fused`` (default on accelerators) makes the i
 one kernel, ``nsplit = 4`` halves the steps at endpoint singularities for more evaluations.
 Buffers come in size classes ``16·4^k`` (CPU: at least 64 rows, innermost batches of at most
 1024 intervals), each compiled once per component count; the first call of a new
-configuration compiles a few dozen small kernels.
+configuration compiles a few dozen to a few hundred small kernels.  On a GPU each compiled
+shape costs about 0.2–2 s, so there the shapes are kept few: within one level call a buffer
+only grows (it keeps its size class when the state shrinks), a fused innermost step evaluates
+at least 1/16 of its buffer (masked padding rows), and the selection kernel has no
+``lax.cond`` (with it, the kernel compiled 1.5–4 times slower on an H200 and ran slower on
+small buffers: 0.45 against 0.31 ms at 1024 rows).
+On the hardest pentagon step (README, "Performance") this took the first call from 241 s to
+101 s (492 to 313 compilations) at an unchanged 24 s warm.  On a CPU, where the larger
+buffers cost real time, buffers follow the state.
 """
 
 from __future__ import annotations
@@ -615,15 +623,12 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B)
     grow = core.nsplit - 1
     over = n_int + demand * grow > core.max_intervals
-
-    def worst_only(want):
-        # Over the per-prefix capacity: split only the worst interval.
-        rmax = jax.ops.segment_max(r, seg, num_segments=B)
-        is_max = want & (r >= at_seg(rmax))
-        first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg, num_segments=B)
-        return jnp.where(at_seg(over), is_max & (jnp.arange(N) == at_seg(first)), want)
-
-    want = jax.lax.cond(jnp.any(over), worst_only, lambda w: w, want)
+    # Over the per-prefix capacity: split only the worst interval (the first of equals).
+    # Computed unconditionally: a lax.cond compiles and runs slower on a GPU (module docstring).
+    rmax = jax.ops.segment_max(jnp.where(want, r, -1), seg, num_segments=B)
+    is_max = want & (r >= at_seg(rmax))
+    first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg, num_segments=B)
+    want = jnp.where(at_seg(over), is_max & (jnp.arange(N) == at_seg(first)), want)
     demand = jnp.where(over, jnp.minimum(demand, 1), demand)
     capfull = n_int + grow > core.max_intervals
 
@@ -631,10 +636,11 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     # Storage: prefixes in index order get their growth while it fits ``state_cap``.
     kept = jnp.sum(jnp.where(go, n_int, 0))
     growth = jnp.where(go, demand * grow, 0)
-    allowed = go & (jnp.cumsum(growth) <= state_cap - kept)
+    running = jnp.cumsum(jnp.stack([growth, jnp.where(go, n_int + growth, 0)], axis=1), axis=0)
+    allowed = go & (running[:, 0] <= state_cap - kept)
     deadlock = jnp.any(go) & ~jnp.any(allowed)
     # Deadlock: keep the longest run of prefixes whose intervals and growth fit together.
-    fits = jnp.cumsum(jnp.where(go, n_int + growth, 0)) <= state_cap
+    fits = running[:, 1] <= state_cap
     evicted = go & deadlock & ~fits
     allowed = jnp.where(deadlock, go & fits, allowed)
     go = go & ~evicted
@@ -720,6 +726,12 @@ def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, 
 # (measured: the fastest of several choices for the test suite on a 2-core CPU).
 _CPU_CLASSES = (64, 1024)
 _CPU_BUCKET_BASE = 4
+# Buffers that only grow within one level call, and fused innermost batches of at least
+# 1/_FUSED_MIN_FRACTION of the buffer: None = on accelerators (fewer compiled shapes, each
+# costs ~0.2-2 s there), not on a CPU (smaller buffers are cheaper passes).  The results do
+# not depend on it beyond rounding.
+_GROW_ONLY = None
+_FUSED_MIN_FRACTION = 16
 
 
 def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
@@ -756,6 +768,7 @@ class _Run:
         # on accelerators batches as large as max_points allows.
         on_cpu = jax.default_backend() == "cpu"
         self.min_rows, self.eval_cap = _CPU_CLASSES if on_cpu else (16, None)
+        self.grow_only = (not on_cpu) if _GROW_ONLY is None else _GROW_ONLY
         self.evaluations = evaluations
         self.nonfinite = []
         self.stopped = False
@@ -863,7 +876,17 @@ class _Run:
             n_new = n_split * core.nsplit
             new_size = self.bucket(n_new)
             size = self.bucket(n_keep + n_new)
-            if innermost and self.fused and new_size <= self.slice[j]:
+            fuse = innermost and self.fused and new_size <= self.slice[j]
+            if self.grow_only:
+                # Fewer compiled shapes (module docstring, "Performance notes"): within one
+                # call the buffer keeps its size class when the state shrinks, and the fused
+                # innermost step evaluates at least 1/_FUSED_MIN_FRACTION of it (padding rows
+                # are masked).
+                size = max(size, st.a.shape[0])
+                if fuse:
+                    floor = size // _FUSED_MIN_FRACTION
+                    new_size = min(size, self.slice[j], max(new_size, floor))
+            if fuse:
                 st, nonfinite = self.k("refine_f", _k_refine_f, st, split, keep, P, n_keep,
                                        n_new, plan.fn,
                                             core=core, rule=rule,
