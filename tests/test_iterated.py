@@ -311,7 +311,8 @@ def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
     refine = iterated._k_refine_f
 
     def spy(st, split, keep, P, n_keep, n_new, fn, **kw):
-        padded.append(kw["new_size"] > iterated._bucket(int(n_new), 4, 64))
+        padded.append(kw["new_size"] > iterated._bucket(
+            int(n_new), iterated._CPU_BUCKET_BASE, iterated._CPU_CLASSES[0]))
         return refine(st, split, keep, P, n_keep, n_new, fn, **kw)
 
     monkeypatch.setattr(iterated, "_k_refine_f", spy)

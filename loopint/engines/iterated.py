@@ -112,8 +112,8 @@ configuration compiles a few dozen to a few hundred small kernels.  On a GPU eac
 shape costs about 0.2–2 s, so there the shapes are kept few: within one level call a buffer
 only grows (it keeps its size class when the state shrinks), a fused innermost step evaluates
 at least 1/16 of its buffer (masked padding rows), and the selection kernel has no
-``lax.cond`` (with it, the kernel compiled 1.5–4 times slower on an H200 and ran slower on
-small buffers: 0.45 against 0.31 ms at 1024 rows).
+``lax.cond`` (on an H200 one shape of it compiled in 0.9–3.8 s with the conditional and in
+0.5–2.2 s without, for 1k to 4M rows, and ran in 0.45 against 0.31 ms at 1024 rows).
 On the hardest pentagon step (README, "Performance") this took the first call from 241 s to
 101 s (492 to 313 compilations) at an unchanged 24 s warm.  On a CPU, where the larger
 buffers cost real time, buffers follow the state.
@@ -624,7 +624,8 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     grow = core.nsplit - 1
     over = n_int + demand * grow > core.max_intervals
     # Over the per-prefix capacity: split only the worst interval (the first of equals).
-    # Computed unconditionally: a lax.cond compiles and runs slower on a GPU (module docstring).
+    # Computed unconditionally: with a lax.cond this kernel compiled slower on a GPU (module
+    # docstring, "Performance notes").
     rmax = jax.ops.segment_max(jnp.where(want, r, -1), seg, num_segments=B)
     is_max = want & (r >= at_seg(rmax))
     first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg, num_segments=B)
