@@ -1,8 +1,10 @@
 """The regulator driver and loopint.compute against closed forms (REFERENCES.md).
 
 C0(0,0,s;m,m,m): below threshold (delta = 0 path) to 1e-9 and above threshold (delta-sequence
-+ Wynn epsilon) to 1e-6 relative, real and imaginary parts; batched kinematics equal single
-runs; an interrupted delta-run resumed from its checkpoint equals an uninterrupted run.
++ Wynn epsilon or linear extrapolation in powers of delta) to 1e-6 relative, real and
+imaginary parts, with honest errors from near threshold to far above it; batched kinematics
+equal single runs; an interrupted delta-run resumed from its checkpoint equals an
+uninterrupted run.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import numpy as np
 import pytest
 
 import loopint
-from loopint.compute import compute
+from loopint.compute import _extrapolate, _power_fit, compute
+from extrapolation import geometric_sequence
+from extrapolation.wynn import wynn_epsilon
 
 TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
                 external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
@@ -60,6 +64,48 @@ def test_above_threshold_delta_sequence(triangle):
     assert abs(r.value.imag - exact.imag) <= 3 * abs(r.error.imag) + 1e-12
     d = [row["delta"] for row in r.table]
     assert np.allclose(np.array(d[:-1]) / np.array(d[1:]), 1.2)
+
+
+@pytest.mark.parametrize("s,converges", [(4.5, False), (6.0, True), (20.0, True), (50.0, False)])
+def test_delta_sequence_errors_are_honest(triangle, s, converges):
+    """Near threshold (s = 4.5 m²) the expansion in delta converges slowly, far above it
+    (s = 50 m²) the integrand is sharp; there the run ends unconverged, elsewhere it meets
+    1e-6 with the linear fit in powers of delta.  The error bounds the true one throughout
+    (measured: at most 0.7 of it)."""
+    exact = c0_exact(s)
+    r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-6)
+    assert r.converged == converges, r.status
+    assert abs(r.value.real - exact.real) <= 3 * abs(r.error.real) + 1e-14
+    assert abs(r.value.imag - exact.imag) <= 3 * abs(r.error.imag) + 1e-14
+    if converges:
+        assert abs(r.value - exact) <= 1e-6 * abs(exact)
+    method = r.info["regulated"]["extrapolation"]["method"]
+    assert len(method) == 1 and method[0].startswith("re: ")
+
+
+def test_each_extrapolation_wins_where_its_model_holds():
+    """I(delta) analytic at 0 (a pole at delta = -2): the linear fit in powers of delta
+    meets 1e-8 from 16 terms and is chosen.  A sum of geometric sequences in j
+    (sqrt(delta) and delta^2 terms): the epsilon algorithm is exact there and is chosen, the
+    powers of delta are not the right gauge functions."""
+    d = geometric_sequence(0.3, 16)
+    errs = np.full((16, 1), 1e-13 * (1 + 1j))
+
+    class S:
+        rtol, atol = 1e-8, 0.0
+    limit = 1.5 + 2j
+    analytic = limit + (0.7 - 0.2j) * d / (1 + 0.5 * d)
+    out = _extrapolate(analytic[:, None], errs, S, 1.0, wynn_epsilon, deltas=d)
+    assert out["converged"][0], out
+    assert out["method"][0].startswith("re: richardson") and "im: richardson" in out["method"][0]
+    assert abs(out["value"][0] - limit) <= 1e-8 * abs(limit)
+    assert abs(out["value"][0] - limit) <= abs(out["error"][0])
+    v, e, p = _power_fit(d, analytic.real[:, None], np.full((16, 1), 1e-13))
+    assert abs(v[0] - limit.real) <= e[0] and p[0] >= 4
+    rough = 1.0 + 0.3 * np.sqrt(d) + d ** 2
+    out = _extrapolate(rough[:, None] + 0j, errs, S, 1.0, wynn_epsilon, deltas=d)
+    assert out["converged"][0] and out["method"][0].startswith("re: wynn"), out
+    assert abs(out["value"][0] - 1.0) <= 1e-10
 
 
 def test_batched_equals_single(triangle):

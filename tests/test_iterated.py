@@ -121,11 +121,13 @@ def test_4d_simplex_singular_outer_direction():
     assert r.info["domain"] == "simplex" and r.info["rules"] == ["gk21", "gk15", "gk15", "gk15"]
 
 
-def test_4d_simplex_log_corner():
+@pytest.mark.parametrize("nsplit", [2, 4])     # 4: the default on accelerators
+def test_4d_simplex_log_corner(nsplit):
     """log(x1+…+x4) over the 4-simplex: ∫_0^1 log t · t³/3! dt = -1/96."""
     r = iterated.integrate(lambda x: jnp.log(jnp.sum(x, axis=1)), 4, domain="simplex",
-                           rtol=1e-7)
+                           rtol=1e-7, nsplit=nsplit)
     check(r, -1 / 96, 1e-7)
+    assert r.info["nsplit"] == nsplit
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,10 +300,11 @@ def test_fused_innermost_step_gives_the_same_result():
 
 
 def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
-    """On accelerators buffers only grow within a call and fused batches are padded to 1/16
-    of the buffer (fewer compiled shapes); forced on the CPU, with batches padded to the whole
-    buffer, the steps and evaluation counts are those of the default policy and the numbers
-    agree to rounding, with evicted prefixes too."""
+    """On accelerators buffers only grow within a call, fused batches are padded to 1/16
+    of the buffer (fewer compiled shapes) and the integrand values are not materialized before
+    the rule's sums; forced on the CPU, with batches padded to the whole buffer, the steps and
+    evaluation counts are those of the default policy and the numbers agree to rounding, with
+    evicted prefixes too."""
     def f(x):       # complex vector integrand; exact: Dirichlet integrals
         r = jnp.maximum(1 - x[:, 0] - x[:, 1], 0)
         return jnp.stack([jnp.sqrt(r), 1j * r ** 1.5], axis=1)
@@ -321,6 +324,7 @@ def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
         out = []
         for grow in (False, True):
             monkeypatch.setattr(iterated, "_GROW_ONLY", grow)
+            monkeypatch.setattr(iterated, "_MATERIALIZE", not grow)
             padded.clear()
             out.append(iterated.integrate(f, 2, domain="simplex", rtol=1e-6, fused=True,
                                           max_points=max_points, max_intervals=16))

@@ -105,7 +105,18 @@ Every adaptive step of every level costs one host synchronisation (four counters
 few kernel launches; the total number of steps is about the product of the steps per level,
 so few, large steps matter on a GPU: ``max_points`` (up to 2^23 points per integrand call
 on accelerators) sets the batch, ``fused`` (default on accelerators) makes the innermost step
-one kernel, ``nsplit = 4`` halves the steps at endpoint singularities for more evaluations.
+one kernel, and ``nsplit = 4`` (default on accelerators) cuts the steps per level call roughly
+in half for a few more evaluations.  On the hardest pentagon step (README, "Performance") the
+GPU is busy with kernels, host overhead is hidden: with ``LOOPINT_PROFILE_ITERATED=1``
+(a synchronisation after every kernel) the kernel times sum to about 23 s against 22.3 s warm
+without it (selection 6.4 s, integrand evaluation 10.7 s, merge 2.6 s).  ``nsplit = 4`` took the steps per level from 8/64/576/4630 to 5/25/125/1229 for 9 %
+more evaluations (22.3 s -> 13.3 s warm; ``nsplit = 8``: 4x the evaluations, 40 s).  The
+innermost points are formed inside the evaluation kernel, never stored; children and merges
+gather their rows after one int32 scatter of row indices instead of scattering every field
+(1.3-2.5x faster on an H200); on accelerators the integrand values are not written to memory
+before the rule's sums (on the CPU they are, ``_MATERIALIZE``; on the H200 12.3 s against
+11.3 s warm without).  Together with ``nsplit = 4``: 22.3 s -> 11.3 s warm.
+
 Buffers come in size classes ``16·4^k`` (CPU: at least 64 rows, innermost batches of at most
 1024 intervals), each compiled once per component count; the first call of a new
 configuration compiles a few dozen to a few hundred small kernels.  On a GPU each compiled
@@ -114,9 +125,9 @@ only grows (it keeps its size class when the state shrinks), a fused innermost s
 at least 1/16 of its buffer (masked padding rows), and the selection kernel has no
 ``lax.cond`` (on an H200 one shape of it compiled in 0.9–3.8 s with the conditional and in
 0.5–2.2 s without, for 1k to 4M rows, and ran in 0.45 against 0.31 ms at 1024 rows).
-On the hardest pentagon step (README, "Performance") this took the first call from 241 s to
-101 s (492 to 313 compilations) at an unchanged 24 s warm.  On a CPU, where the larger
-buffers cost real time, buffers follow the state.
+On the hardest pentagon step this took the first call from 241 s to 101 s (492 to 313
+compilations) at an unchanged 24 s warm.  On a CPU, where the larger buffers cost real time,
+buffers follow the state.
 """
 
 from __future__ import annotations
@@ -289,6 +300,7 @@ class _Core:
     nsplit: int
     max_intervals: int
     eta: float
+    materialize: bool = True
 
 
 @jax.tree_util.register_pytree_node_class
@@ -462,12 +474,21 @@ def _nodes(rule: GaussKronrodRule, a, b):
     return c[:, None] + h[:, None] * x[None, :]
 
 
-def _points(P, pid, x):
-    """Outer prefixes ``P[pid]`` joined with the node coordinates ``x``: ``(S·K, j+1)``."""
+def _points(pre, x):
+    """Prefix coordinates ``pre`` ``(S, j)`` joined with the nodes ``x`` ``(S, K)``:
+    ``(S·K, j+1)``."""
     S, K = x.shape
-    j = P.shape[1]
-    pre = jnp.broadcast_to(P[pid][:, None, :], (S, K, j))
+    j = pre.shape[1]
+    pre = jnp.broadcast_to(pre[:, None, :], (S, K, j))
     return jnp.concatenate([pre, x[:, :, None]], axis=2).reshape(S * K, j + 1)
+
+
+def _f_at_nodes(fn: "_Bound", core: _Core, rule: GaussKronrodRule, pre, a, b):
+    """``f`` at the rule's nodes of the intervals ``(a, b)`` with prefixes ``pre``:
+    ``(S, K, M)``."""
+    nf = normalize_integrand(fn, pre.shape[1] + 1, _dtype(core))
+    vals = nf.fn(_points(pre, _nodes(rule, a, b)))
+    return vals.reshape(a.shape[0], rule.n_points, core.n_real)
 
 
 def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
@@ -491,34 +512,34 @@ def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
     return q.result, q.error, ierr, ok
 
 
-@functools.partial(jax.jit, static_argnames=("rule", "size"))
-def _k_points(P, a, b, pid, start, *, rule: GaussKronrodRule, size: int):
-    """Innermost level: the points ``(size·K, d)`` of rows ``start .. start+size``."""
+@functools.partial(jax.jit, static_argnames=("size",))
+def _k_rows(P, a, b, pid, start, *, size: int):
+    """Innermost level: rows ``start .. start+size`` of the intervals and their prefixes."""
     a, b, pid = _slice(start, size, a, b, pid)
-    return _points(P, pid, _nodes(rule, a, b)), a, b, pid
+    return P[pid], a, b, pid
 
 
 @functools.partial(jax.jit, static_argnames=("core", "rule"))
-def _k_eval_points(pts, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
-                   rule: GaussKronrodRule):
-    """Innermost level: ``f`` at the points of :func:`_k_points` -> QUADPACK estimates.
+def _k_eval(pre, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
+            rule: GaussKronrodRule):
+    """Innermost level: ``f`` at the nodes of the rows of :func:`_k_rows` -> QUADPACK
+    estimates.
 
     Depends on the batch size only (not on the prefix buffer), so that each integrand
-    compiles a handful of shapes.
+    compiles a handful of shapes; the points are formed inside, never stored.
     """
-    S = a.shape[0]
-    K = rule.n_points
-    valid = start + jnp.arange(S) < count
-    nf = normalize_integrand(fn, pts.shape[1], _dtype(core))
-    vals = nf.fn(pts).reshape(S, K, core.n_real)
-    return _estimate_f(core, rule, vals, a, b, pid, valid)
+    valid = start + jnp.arange(a.shape[0]) < count
+    return _estimate_f(core, rule, _f_at_nodes(fn, core, rule, pre, a, b), a, b, pid, valid)
 
 
 def _estimate_f(core: _Core, rule: GaussKronrodRule, vals, a, b, pid, valid):
     finite = jnp.isfinite(vals)
-    # Materialize the values once: otherwise XLA may fuse the integrand into each of the
-    # four weighted sums of the rule and evaluate it four times.
-    vals = jax.lax.optimization_barrier(jnp.where(finite, vals, 0))
+    # On a CPU the values are materialized once (otherwise XLA may fuse the integrand into
+    # each weighted sum of the rule); on a GPU leaving the fusion to XLA was faster
+    # (module docstring, "Performance notes").
+    vals = jnp.where(finite, vals, 0)
+    if core.materialize:
+        vals = jax.lax.optimization_barrier(vals)
     bad = ~jnp.all(finite, axis=2) & valid[:, None]
     res, qerr, ierr, ok = _reduce(core, rule, vals, None, a, b)
     flags = jnp.where(jnp.any(bad, axis=1), FLAG_NONFINITE, 0).astype(jnp.int32)
@@ -533,7 +554,7 @@ def _k_nodes(P, inner_tol, a, b, pid, start, *, rule: GaussKronrodRule, size: in
     K = x.shape[1]
     U = inner_tol.shape[1]
     A = jnp.broadcast_to(inner_tol[pid][:, None, :], (size, K, U)).reshape(size * K, U)
-    return _points(P, pid, x), A
+    return _points(P[pid], x), A
 
 
 def _or_bits(flags, axis):
@@ -672,34 +693,49 @@ _k_select = jax.jit(_select, static_argnames=("core", "top"))
 
 
 def _children(a, b, pid, split, nsplit: int, size: int):
-    """Cut every marked interval into ``nsplit`` equal pieces, packed into ``size`` rows."""
+    """Cut every marked interval into ``nsplit`` equal pieces, packed into ``size`` rows.
+
+    Gathers, not scatters: one int32 scatter finds the parent of each child slot, then the
+    pieces are computed in one fused pass (on an H200 1.3-1.5x faster than scattering each
+    field, 16k to 4M rows; session microbenchmark, module docstring "Performance notes").
+    """
+    N = split.shape[0]
+    n_par = size // nsplit + 1
     rank = jnp.cumsum(split) - 1
-    ca = jnp.zeros((size,), a.dtype)
-    cb = jnp.zeros((size,), b.dtype)
-    cp = jnp.zeros((size,), jnp.int32)
-    for k in range(nsplit):
-        idx = jnp.where(split, rank * nsplit + k, size)
-        lo = a + (b - a) * (k / nsplit)
-        hi = b if k == nsplit - 1 else a + (b - a) * ((k + 1) / nsplit)
-        ca = ca.at[idx].set(lo, mode="drop")
-        cb = cb.at[idx].set(hi, mode="drop")
-        cp = cp.at[idx].set(pid, mode="drop")
-    return ca, cb, cp
+    parent = jnp.zeros((n_par,), jnp.int32).at[jnp.where(split, rank, n_par)].set(
+        jnp.arange(N, dtype=jnp.int32), mode="drop")
+    c = jnp.arange(size)
+    p, k = parent[c // nsplit], c % nsplit
+    live = c < (rank[-1] + 1) * nsplit
+    pa, pb = a[p], b[p]
+    lo = pa + (pb - pa) * (k / nsplit)
+    hi = jnp.where(k == nsplit - 1, pb, pa + (pb - pa) * ((k + 1) / nsplit))
+    zero = jnp.zeros((), a.dtype)
+    return jnp.where(live, lo, zero), jnp.where(live, hi, zero), jnp.where(live, pid[p], 0)
 
 
 _k_children = jax.jit(_children, static_argnames=("nsplit", "size"))
 
 
 def _merge(st: _Intervals, keep, new: _Intervals, n_keep, n_new, size: int):
-    """Kept intervals first, then the new ones, in a buffer of ``size`` rows."""
+    """Kept intervals first, then the new ones, in a buffer of ``size`` rows (zero padding).
+
+    One int32 scatter finds the source row of each kept slot; all fields are then gathered
+    (on an H200 1.4-2.5x faster than scattering every field).
+    """
+    N = keep.shape[0]
     pos = jnp.where(keep, jnp.cumsum(keep) - 1, size)
-    j = jnp.arange(new.a.shape[0])
-    pos_new = jnp.where(j < n_new, n_keep + j, size)
+    src = jnp.zeros((size,), jnp.int32).at[pos].set(jnp.arange(N, dtype=jnp.int32),
+                                                    mode="drop")
+    r = jnp.arange(size)
+    old_row = r < n_keep
+    new_row = jnp.clip(r - n_keep, 0, new.a.shape[0] - 1)
+    live = r < n_keep + n_new
 
     def merge(old, fresh):
-        buf = jnp.zeros((size,) + old.shape[1:], old.dtype)
-        buf = buf.at[pos].set(old, mode="drop")
-        return buf.at[pos_new].set(fresh, mode="drop")
+        shape = (size,) + (1,) * (old.ndim - 1)
+        v = jnp.where(old_row.reshape(shape), old[src], fresh[new_row])
+        return jnp.where(live.reshape(shape), v, jnp.zeros((), v.dtype))
     return jax.tree_util.tree_map(merge, st, new)
 
 
@@ -712,9 +748,7 @@ def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, 
     """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
     ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
     valid = jnp.arange(new_size) < n_new
-    nf = normalize_integrand(fn, P.shape[1] + 1, _dtype(core))
-    vals = nf.fn(_points(P, cp, _nodes(rule, ca, cb))).reshape(new_size, rule.n_points,
-                                                                core.n_real)
+    vals = _f_at_nodes(fn, core, rule, P[cp], ca, cb)
     new, nonfinite = _estimate_f(core, rule, vals, ca, cb, cp, valid)
     return _merge(st, keep, new, n_keep, n_new, size), nonfinite
 
@@ -733,6 +767,9 @@ _CPU_BUCKET_BASE = 4
 # not depend on it beyond rounding.
 _GROW_ONLY = None
 _FUSED_MIN_FRACTION = 16
+# Integrand values of the innermost level written to memory before the rule's sums (an
+# optimization barrier): None = on a CPU only.
+_MATERIALIZE = None
 
 
 def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
@@ -923,10 +960,9 @@ class _Run:
         for start in range(0, max(count, 1), size):
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
-                pts, a_s, b_s, pid_s = self.k("points", _k_points, P, a, b, pid, start,
-                                              rule=rule, size=size)
-                part, nonfinite = self.k("eval", _k_eval_points, pts, a_s, b_s, pid_s, start,
-                                         count, plan.fn, core=core, rule=rule)
+                pre, a_s, b_s, pid_s = self.k("rows", _k_rows, P, a, b, pid, start, size=size)
+                part, nonfinite = self.k("eval", _k_eval, pre, a_s, b_s, pid_s, start, count,
+                                         plan.fn, core=core, rule=rule)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
             else:
@@ -970,7 +1006,7 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
               precision: str = "float64", args: tuple = (), inner_factor: float | None = None,
               inner_tolerance: str = "auto", pilot_rtol: float = 1e-2, scale=None,
               max_points: int | None = None, initial_intervals: int | Sequence[int] = 1,
-              nsplit: int = 2,
+              nsplit: int | None = None,
               split_fraction: float = 0.5, fused: bool | None = None) -> IntegrationResult:
     """Iterated adaptive Gauss–Kronrod integration of ``f`` over a cube, box or simplex.
 
@@ -1007,7 +1043,9 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         initial_intervals: equal pieces each 1-D range starts with (a power of two), or one
             such number per level: e.g. ``(16, 4, 1, 1)`` gives the outer levels, whose
             batches are small, more parallel work per step on a GPU.
-        nsplit: pieces a refined interval is cut into.
+        nsplit: pieces a refined interval is cut into; default 2 on a CPU and 4 on
+            accelerators, where the number of adaptive steps costs more than evaluations
+            (module docstring, "Performance notes").
         split_fraction: ``η`` of the breadth-first rule (module docstring).
         fused: fuse bisection, evaluation and merge of the innermost level into one kernel
             per step (fewer launches, more compiled shapes); default: on for accelerators,
@@ -1030,6 +1068,9 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
     if len(n0) != ndim or not all(_is_pow2(v) for v in n0):
         raise ValueError("initial_intervals must be a power of two, or one per dimension; "
                          f"got {initial_intervals!r}")
+    on_cpu = jax.default_backend() == "cpu"
+    if nsplit is None:
+        nsplit = 2 if on_cpu else 4
     if nsplit < 2 or max_intervals < 1:
         raise ValueError("need nsplit >= 2 and max_intervals >= 1")
     if inner_factor is not None and not 0 < inner_factor < 1:
@@ -1045,10 +1086,10 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
     core = _Core(n_real=nf.n_components,
                  n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
-                 max_intervals=int(max_intervals), eta=float(split_fraction))
+                 max_intervals=int(max_intervals), eta=float(split_fraction),
+                 materialize=on_cpu if _MATERIALIZE is None else bool(_MATERIALIZE))
     plan = _Plan(fn=fn, ndim=ndim, limits=limits, rules=rules_t, core=core)
     max_points = int(max_points or _default_max_points(core.n_real, ndim))
-    on_cpu = jax.default_backend() == "cpu"
     if fused is None:
         fused = not on_cpu
     bucket_base = _CPU_BUCKET_BASE if on_cpu else 4
@@ -1169,6 +1210,7 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         "evicted": run.evicted,
         "flags": _flag_names(flags),
         "max_points": max_points,
+        "nsplit": core.nsplit,
     }
     if run.profile is not None:      # LOOPINT_PROFILE_ITERATED=1: [calls, seconds] per kernel
         prof: dict = {}
