@@ -38,6 +38,7 @@ import logging
 import os
 import tempfile
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -212,7 +213,7 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     diagram = problem.diagram
     batched = any(np.ndim(v) for v in problem.kinematics.values())
 
-    probe = Integrand(diagram, domain="simplex", precision="float64")
+    probe = _integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)
     K = kin.shape[0]
     if s.delta == "auto":
@@ -309,13 +310,39 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     return result
 
 
+_INTEGRANDS: "OrderedDict[tuple, Integrand]" = OrderedDict()
+_INTEGRAND_CACHE_SIZE = 32
+
+
+def _integrand(diagram: Diagram, domain: str, transform: str, precision: str) -> Integrand:
+    """The lowered integrand of ``diagram``, reused by later calls with the same polynomials
+    and options.  The engines' jitted kernels take its bound methods as static parts, so a
+    new :class:`Integrand` per call would retrace and re-lower every kernel that evaluates
+    the integrand (on an H200 about 4 s at the start of each pentagon run); with the cache,
+    repeated ``compute`` calls (scans, phenomenology loops) reuse the compiled kernels.
+    The key is the content of the diagram, not the object."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables),
+           tuple(sympy.srepr(v) for v in diagram.powers), tuple(diagram.kinematic_symbols),
+           sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
+           domain, transform, precision)
+    ig = _INTEGRANDS.get(key)
+    if ig is None:
+        ig = Integrand(diagram, domain=domain, transform=transform, precision=precision)
+        _INTEGRANDS[key] = ig
+        while len(_INTEGRANDS) > _INTEGRAND_CACHE_SIZE:
+            _INTEGRANDS.popitem(last=False)
+    else:
+        _INTEGRANDS.move_to_end(key)
+    return ig
+
+
 def _setup_engine(diagram: Diagram, s: Settings, ndim: int, regulated: bool):
     """(method, domain, lowered integrand) for the direct or the regulated points."""
     method = _choose_method(s, ndim, regulated=regulated)
     domain = _choose_domain(s, method)
     transform = "none" if domain == "simplex" else s.transform
-    return method, domain, Integrand(diagram, domain=domain, transform=transform,
-                                     precision=s.precision)
+    return method, domain, _integrand(diagram, domain, transform, s.precision)
 
 
 def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
@@ -332,7 +359,7 @@ def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
                         "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")
     if s.domain not in ("auto", "sectors"):
         raise SpecError(f"domain: contour deformation uses domain 'sectors', not {s.domain!r}")
-    ig = Integrand(diagram, domain="sectors", transform=s.transform, precision=s.precision)
+    ig = _integrand(diagram, "sectors", s.transform, s.precision)
     atol = s.atol / max(abs(prefactor), 1e-300)
     P = kin.shape[0]
     value = np.zeros(P, complex)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import loopint
-from loopint.compute import _extrapolate, _power_fit, compute
+from loopint.compute import _extrapolate, _integrand, _power_fit, compute
 from extrapolation import geometric_sequence
 from extrapolation.wynn import wynn_epsilon
 
@@ -106,6 +106,33 @@ def test_each_extrapolation_wins_where_its_model_holds():
     out = _extrapolate(rough[:, None] + 0j, errs, S, 1.0, wynn_epsilon, deltas=d)
     assert out["converged"][0] and out["method"][0].startswith("re: wynn"), out
     assert abs(out["value"][0] - 1.0) <= 1e-10
+
+
+def test_repeated_calls_reuse_the_lowered_integrand(triangle):
+    """compute() keeps the lowered integrand of a diagram (keyed by its content), so a second
+    call, even with a freshly built equal diagram, lowers no kernel (other kinematics would
+    only add kernels for buffer shapes not met before)."""
+    import jax
+
+    kin = {"s": 10.0, "m": 1.0}
+    compute(triangle, kin, rtol=1e-4)
+    lowered = []
+
+    def listener(event, duration, **_):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        again = loopint.Diagram.from_graph(**TRIANGLE)
+        r = compute(again, kin, rtol=1e-4)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert r.converged and abs(r.value - c0_exact(10.0)) <= 1e-4 * abs(c0_exact(10.0))
+    assert lowered == []
+    a = _integrand(triangle, "simplex", "none", "float64")
+    assert _integrand(again, "simplex", "none", "float64") is a
+    assert _integrand(again, "sectors", "none", "float64") is not a
 
 
 def test_batched_equals_single(triangle):
