@@ -6,6 +6,8 @@ integrals ``I(delta_j)`` to ``delta -> 0`` (seed 000, Sec. 4.4), and usable on a
 * :func:`wynn_epsilon`, :class:`WynnEpsilon` -- Wynn's epsilon algorithm (iterated Shanks
   transformation) with QUADPACK DQELG's safeguards and error estimate; batch or incremental.
 * :func:`aitken_delta2` -- the iterated Aitken Delta^2 process.
+* :func:`rational` -- rational extrapolation in ``delta`` (Bulirsch-Stoer), for ``I(delta)``
+  analytic at 0 with singularities nearby, e.g. regulated loop integrals.
 * :func:`richardson` -- linear extrapolation for a known expansion
   ``I(delta) ~ I + sum_l a_l phi_l(delta)``, e.g. ``["delta", "delta*log(delta)"]``.
 * :func:`geometric_sequence` -- ``delta_j = delta0 * q**-j``.
@@ -17,6 +19,7 @@ and the method behaved regularly (see :mod:`extrapolation.safeguards`).
 """
 
 from .aitken import aitken_delta2
+from .rational import rational
 from .result import STATUSES, ExtrapolationResult
 from .richardson import power_log, richardson
 from .sequences import geometric_sequence
@@ -30,6 +33,7 @@ __all__ = [
     "epsilon_table",
     "geometric_sequence",
     "power_log",
+    "rational",
     "richardson",
     "shanks_gradient",
     "wynn_epsilon",

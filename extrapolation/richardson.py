@@ -46,6 +46,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from .result import (CONVERGED, NONFINITE, TOLERANCE_NOT_MET, ExtrapolationResult, tolerance)
+from .sequences import delta_table
 
 EPS = float(np.finfo(float).eps)
 
@@ -146,12 +147,7 @@ def richardson(delta: Sequence[float] | np.ndarray, values: Sequence[Any] | np.n
         >>> r.converged, abs(r.value - 1.0) < 1e-14
         (True, True)
     """
-    d = np.asarray(delta, dtype=float)
-    v = np.asarray(values)
-    if d.ndim != 1 or v.shape[:1] != d.shape or v.ndim not in (1, 2):
-        raise ValueError(f"delta must be (n,) and values (n,) or (n, m); got {d.shape}, {v.shape}")
-    if not np.all(d > 0):
-        raise ValueError("all delta must be positive (the limit is delta -> 0+)")
+    d, v = delta_table(delta, values)
     phis = basis(terms)
     p, n = len(phis), d.size
     if n < p + 1:

@@ -63,19 +63,15 @@ def test_usage_error_exit_2():
     assert run("scan", DIAGRAMS / "triangle_below_threshold.toml", "--param", "zz=1:2:3").returncode == 2
 
 
-def test_show_every_diagram():
-    for f in sorted(DIAGRAMS.glob("*.toml")):
-        p = run("show", f)
-        assert p.returncode == 0, (f, p.stderr)
-        assert "U " in p.stdout and "F " in p.stdout and "region" in p.stdout
-
-
 def test_help_has_examples():
-    p = run("--help")
-    assert p.returncode == 0 and "example" in p.stdout
-    for sub in ("compute", "scan", "bench", "show"):
-        h = run(sub, "--help")
-        assert h.returncode == 0 and "example" in h.stdout
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    argv = [["--help"]] + [[sub, "--help"] for sub in ("compute", "scan", "bench", "show")]
+    procs = [subprocess.Popen([sys.executable, "-m", "loopint.cli", *a], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a in argv]      # started together: each is interpreter start-up bound
+    for a, p in zip(argv, procs):
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and "example" in out, (a, err)
 
 
 def test_scan_equals_single_runs(tmp_path):

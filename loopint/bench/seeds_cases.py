@@ -25,8 +25,9 @@ DIAGRAMS = os.path.normpath(os.path.join(HERE, "..", "..", "diagrams"))
 # (case, file, overrides for the full run, overrides for --quick, once, seed's figure).
 # Budgets keep the whole suite within 10 minutes on one H200: the pentagon by the DCM gets
 # the seed's "15-ish" delta values (16).  The k2/mt2 = 5 ladder runs on the deformed contour
-# (its DCM first delta step alone needs more than 1e11 evaluations: issue 6); the pentagon
-# runs both ways.  A case that runs out of budget is reported as not converged.
+# (by the DCM its I(delta) integrals stop at a few per cent, limited by the round-off of the
+# inner integrals: issue 6); the pentagon runs both ways.  A case that runs out of budget is
+# reported as not converged.
 CASES = [
     ("C0 above threshold (DCM)", "triangle_above_threshold.toml", {"rtol": 1e-6}, {"rtol": 1e-4},
      False, None),
