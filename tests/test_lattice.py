@@ -54,11 +54,22 @@ def test_fast_cbc_matches_brute_force(n, d, gamma):
     """Each component of the fast (FFT) CBC attains the brute-force minimum of e^2."""
     g = np.broadcast_to(np.asarray(gamma, float), (d,))
     z = lattice.cbc(n, d, gamma)
-    assert z[0] == 1 and z.dtype == np.int64 and np.all((z > 0) & (z < n))
+    assert z[0] == 1 and z.dtype == np.int64 and np.all((z > 0) & (z <= n // 2))
     for s in range(2, d + 1):
         got = lattice.p2_error(z[:s], n, g[:s])
         best = _brute_cbc_min(z[:s - 1], n, g)
         assert got == pytest.approx(best, rel=1e-10, abs=1e-15)
+
+
+def test_fast_cbc_safe_prime():
+    """n = 2039 = 2 * 1019 + 1: n - 1 has a large prime factor, the case the power-of-two
+    linear convolution exists for; every component still attains the brute-force minimum."""
+    n, d = 2039, 3
+    z = lattice.cbc(n, d)
+    g = np.full(d, lattice.DEFAULT_GAMMA)
+    for s in range(2, d + 1):
+        got = lattice.p2_error(z[:s], n, g[:s])
+        assert got == pytest.approx(_brute_cbc_min(z[:s - 1], n, g), rel=1e-10, abs=1e-15)
 
 
 def test_cbc_beats_random_vectors():

@@ -9,7 +9,10 @@ is an O(1) oscillating integrand whose integral is 3.4e-5 (rtol 1e-6 means an ab
 of 3e-11) and f3_8d is a corner peak of height 1 with integral 2.3e-10; with 2^20-point
 lattices their relative errors are ~1e-2 and ~1e-3.  Here they are run to rtol 2e-1 and 1e-2
 with the same honesty check (true error within 3 estimated errors); the 1e-6 runs belong to
-the GPU benchmark (``loopint.bench.sampling_cases``).
+the GPU benchmark (``loopint.bench.sampling_cases``): both need 2^28-point lattices (4.3e9
+evaluations with the ladder below; 0.6 s each on an H200, true errors 0.9e-6 and 0.4e-6 against
+estimates 0.9e-6 and 0.2e-6 relative), out of reach of a 2-core CPU in minutes, and building
+that lattice takes ~30 GB of memory.
 """
 
 import json
@@ -208,6 +211,28 @@ def test_beyond_ladder_adds_shifts():
     assert [h[0] for h in r.info["history"]] == [1021, 2039, 2039, 2039, 2039]
     assert [h[1] for h in r.info["history"]] == [8, 8, 16, 24, 32]
     assert r.info["shifts"] == 32
+
+
+class _FakeDevice:
+    def __init__(self, platform, limit):
+        self.platform, self._limit = platform, limit
+
+    def memory_stats(self):
+        return None if self._limit is None else {"bytes_limit": self._limit}
+
+
+@pytest.mark.parametrize("platform,limit,k", [
+    ("cpu", None, qmc.CPU_MAX_LOG2),
+    ("gpu", int(0.75 * 141e9), 28),    # an H200 (2^29 built there, 2^30 ran out of memory)
+    ("gpu", int(0.75 * 16e9), 25),     # a 16 GB card
+    ("gpu", 2**30, qmc.CPU_MAX_LOG2),  # never below the CPU's ladder
+    ("gpu", 2**50, lattice.LADDER_LOG2[-1]),
+    ("gpu", None, qmc.CPU_MAX_LOG2),   # no memory statistics
+])
+def test_default_top_of_ladder(platform, limit, k):
+    assert qmc.default_max_log2(_FakeDevice(platform, limit)) == k
+    if platform == "cpu":
+        assert qmc.default_max_log2() == qmc.CPU_MAX_LOG2 == 24
 
 
 def test_bad_arguments():

@@ -22,7 +22,9 @@ of freedom), and the true error exceeds ``3 E`` with probability ~2% for ``q = 8
 advances in randomized quasi-Monte Carlo methods", 2002).
 
 Growth (as DKBVRT of seed 000's ref. 34): the rule is recomputed for the next ``n`` of the
-lattice ladder (primes near ``2^k``, k = 10, 11, ...), roughly doubling the points, with fresh
+lattice ladder (primes near ``2^k``, k = 10, 11, ..., up to ``max_log2``: 24 on a CPU, the
+largest the device memory allows for the CBC construction on an accelerator, 28 on an H200,
+:func:`default_max_log2`), roughly doubling the points, with fresh
 shifts, until the tolerance ``max(atol, rtol |I|)`` is met or ``max_evals`` would be exceeded.
 Each level is an independent estimate (prime lattices are not nested); the result is the
 last level, and ``evaluations`` counts all levels.  Past the top of the ladder
@@ -70,6 +72,34 @@ def _chunk_points(n: int, q: int, chunk_size: int) -> int:
     while c < n and c * 16 <= cap:
         c *= 16
     return min(c, cap)
+
+
+CPU_MAX_LOG2 = 24
+"""Top of the lattice ladder on a CPU: building the CBC vector of ``2^24`` points takes about
+40 s there (once; it is cached on disk)."""
+
+BYTES_PER_POINT = 256
+"""Device memory allowed per lattice point for the CBC construction: it needs about 128 bytes
+(FFTs of twice the length in float64 and complex128, the permutation, the running product;
+on an H200, 141 GB with 75 % of it for JAX by default, ``2^29`` points were built and ``2^30``
+ran out of memory), doubled so that half the memory stays free for the rest of a run."""
+
+
+def default_max_log2(device=None) -> int:
+    """Top of the lattice ladder (``k`` of the largest ``n ~ 2^k``) for ``device`` (default:
+    the first device): :data:`CPU_MAX_LOG2` on a CPU; on an accelerator the largest ``k`` whose
+    CBC construction fits in the device memory JAX may use (:data:`BYTES_PER_POINT`), at least
+    ``CPU_MAX_LOG2``.  On an H200 that is ``k = 28`` (``n = 268435399``; the vector is built in
+    about 5 s, once)."""
+    device = device or jax.devices()[0]
+    if device.platform == "cpu":
+        return CPU_MAX_LOG2
+    try:
+        limit = int((device.memory_stats() or {}).get("bytes_limit", 0))
+    except Exception:   # backends without memory statistics
+        limit = 0
+    k = int(math.floor(math.log2(limit / BYTES_PER_POINT))) if limit > 0 else CPU_MAX_LOG2
+    return max(CPU_MAX_LOG2, min(k, lattice_mod.LADDER_LOG2[-1]))
 
 
 @functools.lru_cache(maxsize=64)
@@ -138,7 +168,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         precision: ``"float64"`` or ``"float32"`` (integrand only; sums are float64).
         opts: ``ndim``; ``weights`` (product weights gamma_j for the lattice construction,
             default :data:`lattice.DEFAULT_GAMMA`); ``max_log2`` (top of the ladder, default
-            24); ``callback`` (called per level with ``{n, evaluations, value, error}``);
+            :func:`default_max_log2`: 24 on a CPU, 28 on an H200); ``callback`` (called per level with ``{n, evaluations, value, error}``);
             ``devices`` (local devices to shard over; default all).
 
     Returns:
@@ -150,7 +180,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     t0 = time.perf_counter()
     ndim = opts.pop("ndim", None)
     weights = opts.pop("weights", lattice_mod.DEFAULT_GAMMA)
-    max_log2 = int(opts.pop("max_log2", 24))
+    max_log2 = opts.pop("max_log2", None)
+    max_log2 = default_max_log2() if max_log2 is None else int(max_log2)
     callback = opts.pop("callback", None)
     ndev = opts.pop("devices", None)
     if opts:
