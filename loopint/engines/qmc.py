@@ -168,7 +168,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         precision: ``"float64"`` or ``"float32"`` (integrand only; sums are float64).
         opts: ``ndim``; ``weights`` (product weights gamma_j for the lattice construction,
             default :data:`lattice.DEFAULT_GAMMA`); ``max_log2`` (top of the ladder, default
-            :func:`default_max_log2`: 24 on a CPU, 28 on an H200); ``callback`` (called per level with ``{n, evaluations, value, error}``);
+            :func:`default_max_log2`: 24 on a CPU, 28 on an H200); ``callback`` (called per
+            level with ``{n, evaluations, value, error}``);
             ``devices`` (local devices to shard over; default all).
 
     Returns:
