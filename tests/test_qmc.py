@@ -10,7 +10,7 @@ of 3e-11) and f3_8d is a corner peak of height 1 with integral 2.3e-10; with 2^2
 lattices their relative errors are ~1e-2 and ~1e-3.  Here they are run to rtol 2e-1 and 1e-2
 with the same honesty check (true error within 3 estimated errors); the 1e-6 runs belong to
 the GPU benchmark (``loopint.bench.sampling_cases``): both need 2^28-point lattices (4.3e9
-evaluations with the ladder below; 0.6 s each on an H200, true errors 0.9e-6 and 0.4e-6 against
+evaluations with the ladder below; 0.4-0.6 s each on an H200, true errors 0.9e-6 and 0.4e-6 against
 estimates 0.9e-6 and 0.2e-6 relative), out of reach of a 2-core CPU in minutes, and building
 that lattice takes ~30 GB of memory.
 """

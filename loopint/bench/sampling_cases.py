@@ -10,7 +10,7 @@ Cases (DESIGN section 6; seed 000 chapter 3 and appendix C):
 - ``f1_8d`` and ``f3_8d`` (seed 001) by QMC to rtol 1e-6 (quick: 1e-1 and 1e-2) within
   2e10 evaluations; lattices up to the engine's default top (2^28 points on an H200), then
   more shifts.  1e-6 needs about 2^28-point lattices for both (4.3e9 evaluations; on an H200
-  0.6 s); on a CPU, 2^20-point lattices give relative errors ~1e-1 and ~1e-3.
+  0.4 s each); on a CPU, 2^20-point lattices give relative errors ~1e-1 and ~1e-3.
 - ``table51 plain JAX``: the throughput of the bare integrand, ``table51`` on 2^24 points per
   step from the MC engine's default (Philox) uniforms, summed in a jitted loop (no antithetic
   pairs, no error sums) -- the figure the engines' evaluations/s can be compared with.
