@@ -601,7 +601,16 @@ def _power_complex(z, b):
         return jnp.ones_like(z)
     if b.is_Integer:
         k = int(b)
-        return 1.0 / _ipow(z, k) if k > 0 else _ipow(z, -k)
+        if k < 0:
+            return _ipow(z, -k)
+        # 1/z as conj(z)/|z|^2 in real arithmetic, then its k-th power: one real division per
+        # value where XLA's complex division takes several plus the overflow guards of
+        # Smith's algorithm (1.7x faster pentagon integrand on a CPU).  Exact to rounding
+        # while |z|^2 is a normal number: 1e-154 < |z| < 1e154 in float64 (1e-19 to 1e19 in
+        # float32), far outside the values of F in any units of mass used in practice.
+        re, im = jnp.real(z), jnp.imag(z)
+        s = 1.0 / (re * re + im * im)
+        return _ipow(jax.lax.complex(re * s, -im * s), k)
     # general b: exp(-b (log|z| + i arg z)), with arg = -pi on the negative real axis even when
     # the imaginary part is exactly zero (delta = 0): the +i0 of the propagators.
     re, im = jnp.real(z), jnp.imag(z)

@@ -32,6 +32,7 @@ import pytest
 import sympy
 
 from loopint.diagram import Diagram
+from loopint import lower
 from loopint.lower import Integrand
 from loopint.maps import simplex_from_cube, simplex_volume
 from loopint.problem import load
@@ -226,6 +227,21 @@ def test_non_integer_exponent_branch():
         assert F < 0
         want = U ** ref.a * abs(F) ** (-ref.b) * mpmath.expj(mpmath.pi * ref.b)
         assert _rel(v[i, 0], want) <= RTOL
+
+
+@pytest.mark.parametrize("b", [1, 2, 3, 4])
+def test_integer_complex_powers_in_real_arithmetic(b):
+    """z**(-b) for integer b is formed as (conj(z)/|z|^2)**b: within a few ulps of mpmath's
+    value for |z| from 1e-150 to 1e150 (as far as z**(-b) is a normal float), all quadrants,
+    Im z = 0 (delta = 0) included."""
+    rng = np.random.default_rng(7)
+    top = min(150, 300 // b)
+    mod = 10.0 ** rng.uniform(-top, top, 400)
+    arg = rng.uniform(-np.pi, np.pi, 400)
+    z = np.concatenate([mod * np.exp(1j * arg), [-2.0 + 0j, 3.0 + 0j, 1e-30j, -1e30 - 0j]])
+    got = np.asarray(lower._power_complex(jnp.asarray(z), sympy.Integer(b)))
+    ref = np.array([complex(mpmath.mpc(complex(v)) ** (-b)) for v in z])
+    np.testing.assert_allclose(got, ref, rtol=8 * b * np.finfo(float).eps, atol=0)
 
 
 def test_near_face_accuracy():

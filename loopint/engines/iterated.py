@@ -117,6 +117,19 @@ gather their rows after one int32 scatter of row indices instead of scattering e
 before the rule's sums (on the CPU they are, ``_MATERIALIZE``; on the H200 12.3 s against
 11.3 s warm without).  Together with ``nsplit = 4``: 22.3 s -> 11.3 s warm.
 
+Since then the step is bound by the host, not by the kernels.  A profile of the host loop
+(``cProfile``, hardest pentagon step at rtol 2e-6, H200, 7.6 s profiled): 2.8 s in the
+launches of 5743 jitted kernels (about 0.5 ms each: an XLA executable launches its fused
+kernels one by one), 1.7 s waiting at the per-step counters, 0.7 s in eager JAX
+operations on the host (slices and comparisons, each as costly as a launch).  Those eager
+operations now run inside jitted kernels (:func:`_k_fresh_out`, :func:`_k_zero_out`), and the
+first evaluations gather their prefixes inside the evaluation kernel (``_FUSE_ROWS``:
+6.58-6.80 s against 6.89-6.96 s on that step).  An evaluation kernel that computes the
+nodes one at a time with the rule's sums as elementwise chains was 1.5x faster alone
+(6.8e9 against 4.5e9 evaluations/s on 2^19 intervals of 21 nodes, as fast as the
+integrand alone) but no faster in the engine and much slower to compile, so it was not
+kept.  Fewer host round trips (an adaptive loop on the device) are the next lever.
+
 Buffers come in size classes ``16·4^k`` (CPU: at least 64 rows, innermost batches of at most
 1024 intervals), each compiled once per component count; the first call of a new
 configuration compiles a few dozen to a few hundred small kernels.  On a GPU each compiled
@@ -434,6 +447,24 @@ def _k_alloc(like, *, rows: int):
     return jax.tree_util.tree_map(lambda x: jnp.zeros((rows,) + x.shape[1:], x.dtype), like)
 
 
+@functools.partial(jax.jit, static_argnames=("rows",))
+def _k_fresh_out(st: _Intervals, count, *, rows: int):
+    """Zero per-prefix results of a level call and its active mask (``count`` prefixes).
+
+    One kernel: slicing ``st`` and comparing on the host are eager operations, which on a
+    GPU cost about as much as a kernel launch each.
+    """
+    z = jnp.zeros((rows,) + st.res.shape[1:], st.res.dtype)
+    zi = jnp.zeros((rows,), st.flags.dtype)
+    return _Out(z, z, z, zi, zi), jnp.arange(rows) < count
+
+
+@functools.partial(jax.jit, static_argnames=("rows", "m", "dtype"))
+def _k_zero_out(*, rows: int, m: int, dtype: str):
+    z, zi = jnp.zeros((rows, m), dtype), jnp.zeros((rows,), jnp.int32)
+    return _Out(z, z, z, zi, zi)
+
+
 @jax.jit
 def _k_put_slice(out, rows, start):
     """Write all of ``rows`` into ``out`` at ``start`` (fits by construction)."""
@@ -529,10 +560,22 @@ def _k_eval(pre, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
     compiles a handful of shapes; the points are formed inside, never stored.
     """
     valid = start + jnp.arange(a.shape[0]) < count
-    return _estimate_f(core, rule, _f_at_nodes(fn, core, rule, pre, a, b), a, b, pid, valid)
+    return _estimate_f(fn, core, rule, pre, a, b, pid, valid)
 
 
-def _estimate_f(core: _Core, rule: GaussKronrodRule, vals, a, b, pid, valid):
+@functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
+def _k_rows_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
+                 rule: GaussKronrodRule, size: int):
+    """:func:`_k_rows` and :func:`_k_eval` in one kernel (compiled per prefix buffer too)."""
+    a, b, pid = _slice(start, size, a, b, pid)
+    valid = start + jnp.arange(size) < count
+    return _estimate_f(fn, core, rule, P[pid], a, b, pid, valid)
+
+
+def _estimate_f(fn: "_Bound", core: _Core, rule: GaussKronrodRule, pre, a, b, pid, valid):
+    """Innermost level: ``f`` at the nodes of the intervals ``(a, b)`` with prefixes ``pre``
+    -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values."""
+    vals = _f_at_nodes(fn, core, rule, pre, a, b)
     finite = jnp.isfinite(vals)
     # On a CPU the values are materialized once (otherwise XLA may fuse the integrand into
     # each weighted sum of the rule); on a GPU leaving the fusion to XLA was faster
@@ -748,8 +791,7 @@ def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, 
     """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
     ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
     valid = jnp.arange(new_size) < n_new
-    vals = _f_at_nodes(fn, core, rule, P[cp], ca, cb)
-    new, nonfinite = _estimate_f(core, rule, vals, ca, cb, cp, valid)
+    new, nonfinite = _estimate_f(fn, core, rule, P[cp], ca, cb, cp, valid)
     return _merge(st, keep, new, n_keep, n_new, size), nonfinite
 
 
@@ -770,6 +812,8 @@ _FUSED_MIN_FRACTION = 16
 # Integrand values of the innermost level written to memory before the rule's sums (an
 # optimization barrier): None = on a CPU only.
 _MATERIALIZE = None
+# First evaluations of the innermost level: prefix gather and integrand in one kernel.
+_FUSE_ROWS = True
 
 
 def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
@@ -848,10 +892,7 @@ class _Run:
         chunk = chunk or self.chunk[j]
         if count <= chunk and rows == self.bucket(count):
             return self._solve(j, P, A, count, base, chunk)
-        dt = _dtype(self.core)
-        M = self.core.n_real
-        z, zi = jnp.zeros((1, M), dt), jnp.zeros((1,), jnp.int32)
-        out = _k_alloc(_Out(z, z, z, zi, zi), rows=rows)
+        out = _k_zero_out(rows=rows, m=self.core.n_real, dtype=self.core.dtype)
         for start in range(0, count, chunk):
             n = min(chunk, count - start)
             size = self.bucket(n)
@@ -894,9 +935,7 @@ class _Run:
                                        dtype=core.dtype)
         n_state = count * self.n0[j]
         st = self._evaluate(j, P, inner_tol, a, b, pid, n_state)
-        out = _k_alloc(_Out(st.res[:1], st.res[:1], st.res[:1], st.flags[:1], st.flags[:1]),
-                       rows=B)
-        active = jnp.arange(B) < count
+        out, active = _k_fresh_out(st, count, rows=B)
         evicted_all = None
         rtol = self.rtols[j]
         while True:
@@ -960,9 +999,14 @@ class _Run:
         for start in range(0, max(count, 1), size):
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
-                pre, a_s, b_s, pid_s = self.k("rows", _k_rows, P, a, b, pid, start, size=size)
-                part, nonfinite = self.k("eval", _k_eval, pre, a_s, b_s, pid_s, start, count,
-                                         plan.fn, core=core, rule=rule)
+                if _FUSE_ROWS:
+                    part, nonfinite = self.k("eval", _k_rows_eval, P, a, b, pid, start, count,
+                                             plan.fn, core=core, rule=rule, size=size)
+                else:
+                    pre, a_s, b_s, pid_s = self.k("rows", _k_rows, P, a, b, pid, start,
+                                                  size=size)
+                    part, nonfinite = self.k("eval", _k_eval, pre, a_s, b_s, pid_s, start,
+                                             count, plan.fn, core=core, rule=rule)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
             else:
