@@ -299,19 +299,6 @@ def test_fused_innermost_step_gives_the_same_result():
     check(b, CASES["f3_3d"].exact, 1e-8)
 
 
-def test_rows_gathered_in_the_evaluation_kernel_give_the_same_result(monkeypatch):
-    """The first evaluations of the innermost level with the prefix gather inside the
-    evaluation kernel (the default) or as a kernel of its own: the same numbers."""
-    f = CASES["f3_3d"].f
-    out = []
-    for fuse in (True, False):
-        monkeypatch.setattr(iterated, "_FUSE_ROWS", fuse)
-        out.append(iterated.integrate(f, 3, domain="simplex", rtol=1e-8))
-    a, b = out
-    assert a.value == b.value and a.error == b.error
-    assert a.evaluations == b.evaluations and a.info["steps"] == b.info["steps"]
-
-
 def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
     """On accelerators buffers only grow within a call, fused batches are padded to 1/16
     of the buffer (fewer compiled shapes) and the integrand values are not materialized before

@@ -123,7 +123,7 @@ launches of 5743 jitted kernels (about 0.5 ms each: an XLA executable launches i
 kernels one by one), 1.7 s waiting at the per-step counters, 0.7 s in eager JAX
 operations on the host (slices and comparisons, each as costly as a launch).  Those eager
 operations now run inside jitted kernels (:func:`_k_fresh_out`, :func:`_k_zero_out`), and the
-first evaluations gather their prefixes inside the evaluation kernel (``_FUSE_ROWS``:
+first evaluations gather their prefixes inside the evaluation kernel (:func:`_k_eval`:
 6.58-6.80 s against 6.89-6.96 s on that step).  An evaluation kernel that computes the
 nodes one at a time with the rule's sums as elementwise chains was 1.5x faster alone
 (6.8e9 against 4.5e9 evaluations/s on 2^19 intervals of 21 nodes, as fast as the
@@ -454,15 +454,15 @@ def _k_fresh_out(st: _Intervals, count, *, rows: int):
     One kernel: slicing ``st`` and comparing on the host are eager operations, which on a
     GPU cost about as much as a kernel launch each.
     """
-    z = jnp.zeros((rows,) + st.res.shape[1:], st.res.dtype)
-    zi = jnp.zeros((rows,), st.flags.dtype)
-    return _Out(z, z, z, zi, zi), jnp.arange(rows) < count
+    return _zero_out(rows, st.res.shape[1], st.res.dtype), jnp.arange(rows) < count
 
 
-@functools.partial(jax.jit, static_argnames=("rows", "m", "dtype"))
-def _k_zero_out(*, rows: int, m: int, dtype: str):
+def _zero_out(rows: int, m: int, dtype) -> _Out:
     z, zi = jnp.zeros((rows, m), dtype), jnp.zeros((rows,), jnp.int32)
     return _Out(z, z, z, zi, zi)
+
+
+_k_zero_out = jax.jit(_zero_out, static_argnums=(0, 1, 2))
 
 
 @jax.jit
@@ -543,30 +543,15 @@ def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
     return q.result, q.error, ierr, ok
 
 
-@functools.partial(jax.jit, static_argnames=("size",))
-def _k_rows(P, a, b, pid, start, *, size: int):
-    """Innermost level: rows ``start .. start+size`` of the intervals and their prefixes."""
-    a, b, pid = _slice(start, size, a, b, pid)
-    return P[pid], a, b, pid
-
-
-@functools.partial(jax.jit, static_argnames=("core", "rule"))
-def _k_eval(pre, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
-            rule: GaussKronrodRule):
-    """Innermost level: ``f`` at the nodes of the rows of :func:`_k_rows` -> QUADPACK
-    estimates.
-
-    Depends on the batch size only (not on the prefix buffer), so that each integrand
-    compiles a handful of shapes; the points are formed inside, never stored.
-    """
-    valid = start + jnp.arange(a.shape[0]) < count
-    return _estimate_f(fn, core, rule, pre, a, b, pid, valid)
-
-
 @functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
-def _k_rows_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core,
-                 rule: GaussKronrodRule, size: int):
-    """:func:`_k_rows` and :func:`_k_eval` in one kernel (compiled per prefix buffer too)."""
+def _k_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core, rule: GaussKronrodRule,
+            size: int):
+    """Innermost level, first evaluations: ``f`` at the nodes of the rows ``start ..
+    start+size`` of the intervals, their prefixes gathered here -> QUADPACK estimates.
+
+    The points are formed inside, never stored.  One kernel per slice (the gather as a
+    kernel of its own: 6.89-6.96 s against 6.58-6.80 s on the hardest pentagon step).
+    """
     a, b, pid = _slice(start, size, a, b, pid)
     valid = start + jnp.arange(size) < count
     return _estimate_f(fn, core, rule, P[pid], a, b, pid, valid)
@@ -812,8 +797,6 @@ _FUSED_MIN_FRACTION = 16
 # Integrand values of the innermost level written to memory before the rule's sums (an
 # optimization barrier): None = on a CPU only.
 _MATERIALIZE = None
-# First evaluations of the innermost level: prefix gather and integrand in one kernel.
-_FUSE_ROWS = True
 
 
 def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
@@ -892,7 +875,7 @@ class _Run:
         chunk = chunk or self.chunk[j]
         if count <= chunk and rows == self.bucket(count):
             return self._solve(j, P, A, count, base, chunk)
-        out = _k_zero_out(rows=rows, m=self.core.n_real, dtype=self.core.dtype)
+        out = _k_zero_out(rows, self.core.n_real, self.core.dtype)
         for start in range(0, count, chunk):
             n = min(chunk, count - start)
             size = self.bucket(n)
@@ -999,14 +982,8 @@ class _Run:
         for start in range(0, max(count, 1), size):
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
-                if _FUSE_ROWS:
-                    part, nonfinite = self.k("eval", _k_rows_eval, P, a, b, pid, start, count,
-                                             plan.fn, core=core, rule=rule, size=size)
-                else:
-                    pre, a_s, b_s, pid_s = self.k("rows", _k_rows, P, a, b, pid, start,
-                                                  size=size)
-                    part, nonfinite = self.k("eval", _k_eval, pre, a_s, b_s, pid_s, start,
-                                             count, plan.fn, core=core, rule=rule)
+                part, nonfinite = self.k("eval", _k_eval, P, a, b, pid, start, count,
+                                         plan.fn, core=core, rule=rule, size=size)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
             else:
