@@ -24,6 +24,10 @@ Domains (``domain=``):
     x_{k-1}) u_k, x_N = 1 - sum; Jacobian prod_{k=1}^{N-2} (1 - x_1 - ... - x_k).
   * ``"sectors"``: the primary-sector (Cheng-Wu) split: I = sum_l int_{[0,1]^{N-1}} f|_{x_l = 1},
     exact because the integrand is homogeneous of degree -N; evaluated as one cube integrand.
+  * ``"decomposed"``: the primary sectors split further by iterated sector decomposition of
+    U and F (:mod:`loopint.sectors`), so that the integrand is bounded at the boundary (the
+    singularities where U vanishes, at subloops of multi-loop diagrams, are blown up);
+    evaluated as one cube integrand, a scan over the sectors.
   * ``"simplex"``: x_1..x_{N-1} are the simplex coordinates themselves (sum <= 1), x_N = 1 - sum,
     Jacobian 1: for the iterated engine, which integrates with variable limits.
 Boundary transformations (``transform=``, cube domains only): ``"none"``, ``"sidi<m>"``,
@@ -47,7 +51,13 @@ from .diagram import Diagram
 from .engines import periodize
 from .maps import simplex_columns_from_cube
 
-DOMAINS = ("sequential", "sectors", "simplex")
+DOMAINS = ("sequential", "sectors", "decomposed", "simplex")
+
+# Cube coordinates are clamped to at least this in the decomposed domain (per precision), so
+# that the products t^A stay far from underflow: |F|^2 of a monomial t^m of degree m <= 7
+# stays a normal number.  The integrand is bounded there, so the change is below the
+# clamped measure (1e-20 resp. 1e-6 per face) times its size.
+_T_MIN = {"float64": 1e-20, "float32": 1e-6}
 
 
 def _walk(expr, env: dict, cache: dict):
@@ -192,7 +202,8 @@ class Integrand:
 
     Args:
         diagram: the :class:`Diagram`.
-        domain: ``"sequential"`` (default), ``"sectors"`` or ``"simplex"`` (see module doc).
+        domain: ``"sequential"`` (default), ``"sectors"``, ``"decomposed"`` or ``"simplex"``
+            (see module doc).
         transform: boundary transformation name for cube domains (default ``"none"``).
         precision: ``"float64"`` (default; complex128) or ``"float32"`` (complex64).
 
@@ -226,6 +237,11 @@ class Integrand:
         self._U, self._F = self._UFset.codes
         self._derivset = None            # U, F and their derivatives: built on first deformation
         self._nu_minus_1 = tuple(sympy.nsimplify(p - 1) for p in diagram.powers)
+        self.sectors = None
+        if domain == "decomposed":
+            from .sectors import decompose, monomial_maps
+            self.sectors = decompose([self._U.exponents, self._F.exponents])
+            self._maps = monomial_maps(self.sectors, self.N)
         self.call = jax.jit(self._evaluate)
         self.real_call = jax.jit(partial(self._evaluate, real=True))
 
@@ -305,8 +321,8 @@ class Integrand:
                 last = last - c
             cols.append(last)
             jac = None
-        else:  # sectors: handled in _evaluate (N evaluations per point)
-            raise RuntimeError("to_simplex is not defined for the sector domain")
+        else:  # sectors: handled in _evaluate (one evaluation per sector and point)
+            raise RuntimeError(f"to_simplex is not defined for the {self.domain} domain")
         if w is not None:
             jac = w if jac is None else jac * w
         if jac is None:
@@ -368,8 +384,54 @@ class Integrand:
                 v = self._at(cols, kin, delta, real, w)
                 total = v if total is None else total + v
             return total
+        if self.domain == "decomposed":
+            return self._decomposed(u, kin, delta, real)
         cols, jac = self._columns(u)
         return self._at(cols, kin, delta, real, jac)
+
+    def _decomposed(self, u, kin, delta, real: bool):
+        """Sum over the sectors of :mod:`loopint.sectors` at cube points ``u``: one traced
+        body scanned over the sectors (the program does not grow with their number), each
+        a monomial map x = t^A with Jacobian t^J.  The powers t_i^e (e <= the largest
+        exponent) are formed once per point and picked per sector with selects: exact
+        products, no exp/log."""
+        t, w = self._transform(u)
+        t = jnp.maximum(t, _T_MIN.get(self.precision, 1e-20))
+        A, J = self._maps
+        emax = int(max(A.max(), J.max(), 1))
+        d, n = self.ndim, t.shape[0]
+        one = jnp.ones((n,), self.rdtype)
+        powers = []
+        for i in range(d):
+            p = [one, t[:, i]]
+            for _ in range(2, emax + 1):
+                p.append(p[-1] * t[:, i])
+            powers.append(p)
+
+        def pick(i, e):
+            out = powers[i][emax]
+            for k in range(emax - 1, -1, -1):
+                out = jnp.where(e == k, powers[i][k], out)
+            return out
+
+        def prod_over(row):
+            out = pick(0, row[0])
+            for i in range(1, d):
+                out = out * pick(i, row[i])
+            return out
+
+        def sector(total, maps):
+            As, Js = maps
+            cols = [prod_over(As[j]) for j in range(self.N)]
+            jac = prod_over(Js)
+            if w is not None:
+                jac = jac * w
+            return total + self._at(cols, kin, delta, real, jac), None
+
+        R, K = delta.shape[0], kin.shape[0]
+        init = jnp.zeros((n, K * R), self.rdtype if real else self.cdtype)
+        total, _ = jax.lax.scan(sector, init, (jnp.asarray(A, jnp.int32), jnp.asarray(J, jnp.int32)))
+        return total
 
     def polynomials(self, x, kin):
         """U and F at simplex points ``x[n, N]`` for kinematic points ``kin[K, s]``: two [n, K]."""

@@ -20,7 +20,7 @@ from .diagram import Diagram, DiagramError, is_scaleless
 from .spec.expr import is_identifier
 
 METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
-DOMAINS = ("auto", "sequential", "sectors", "simplex")
+DOMAINS = ("auto", "sequential", "sectors", "decomposed", "simplex")
 PREFACTORS = ("pysecdec", "none")
 
 _DIAGRAM_KEYS = {
@@ -41,11 +41,12 @@ class SpecError(ValueError):
 class Settings:
     """How to compute.  Every field has a default chosen by the package.
 
-    method: engine ('auto' picks: iterated GK for d <= 4 or the regulated physical region,
-        qmc otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
+    method: engine ('auto' picks: iterated GK for d <= 3 or the regulated physical region
+        (cubature there for multi-loop diagrams up to d = 6), cubature up to d = 6, qmc
+        otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
         max_evals: integrand evaluations allowed per integral; precision: 'float64' or
         'float32'; domain: simplex parametrization ('auto', 'sequential', 'sectors',
-        'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;
+        'decomposed' (sector decomposition, :mod:`loopint.sectors`), 'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;
         prefactor: 'pysecdec' (DESIGN 4.1) or 'none' (bare integral).
     Regulator (DCM, seed 000 section 4.4): delta 'auto' (0 when Euclidean, else the sequence),
         a number delta0 to force the sequence start, or 0 to force delta = 0;

@@ -221,3 +221,16 @@ def status_not_converged(kind: str, evaluations: int, err, requested) -> str:
 
 def log2ceil(n: int) -> int:
     return max(0, math.ceil(math.log2(max(1, n))))
+
+
+def device_memory_limit(device=None) -> int:
+    """Bytes of device memory JAX may use on ``device`` (default: the first device); 0 on a
+    CPU or where the backend gives no memory statistics (callers then keep their CPU
+    defaults)."""
+    device = device or jax.devices()[0]
+    if device.platform == "cpu":
+        return 0
+    try:
+        return int((device.memory_stats() or {}).get("bytes_limit", 0))
+    except Exception:   # backends without memory statistics
+        return 0

@@ -91,13 +91,7 @@ def default_max_log2(device=None) -> int:
     CBC construction fits in the device memory JAX may use (:data:`BYTES_PER_POINT`), at least
     ``CPU_MAX_LOG2``.  On an H200 that is ``k = 28`` (``n = 268435399``; the vector is built in
     about 5 s, once)."""
-    device = device or jax.devices()[0]
-    if device.platform == "cpu":
-        return CPU_MAX_LOG2
-    try:
-        limit = int((device.memory_stats() or {}).get("bytes_limit", 0))
-    except Exception:   # backends without memory statistics
-        limit = 0
+    limit = base.device_memory_limit(device)
     k = int(math.floor(math.log2(limit / BYTES_PER_POINT))) if limit > 0 else CPU_MAX_LOG2
     return max(CPU_MAX_LOG2, min(k, lattice_mod.LADDER_LOG2[-1]))
 
