@@ -38,7 +38,7 @@ The regulator driver of the Direct Computation Method (seed 000, sections 4.2-4.
   bounded, and their delta sequence by Genz-Malik cubature: the iterated engine over the
   simplex could not resolve the subloop singularities (the two-loop ladder vertex at
   k^2/m_t^2 = 1: not 1e-3 in 3e8 evaluations), over the decomposed sectors it is still
-  slower than cubature on the regulated 5-D integrand (k^2/m_t^2 = 5, H200: 270 s for 12
+  slower than cubature on the regulated 5-D integrand (k^2/m_t^2 = 5, H200: 272 s for 12
   deltas at rtol 1e-4 against 21 s for 16 deltas at 1e-5 by cubature).
 
 After each step the partial table is written atomically to the checkpoint file (if one is
@@ -138,7 +138,7 @@ def _choose_method(settings: Settings, ndim: int, regulated: bool,
     if regulated:
         # multi-loop (U vanishes on the boundary): Genz-Malik cubature over the decomposed
         # sectors; the two-loop ladder vertex at k^2/m_t^2 = 5 with 16 deltas to rtol 1e-5
-        # took 22 s on an H200 (true error 1.7e-6), the iterated engine 270 s for 12 deltas
+        # took 21 s on an H200 (true error 1.7e-6), the iterated engine 272 s for 12 deltas
         # at 1e-4.  One-loop: the iterated engine over the simplex (pentagon: 8.2 s).
         if ndim <= 6 and diagram is not None and _has_blowups(diagram):
             return "cubature"
@@ -179,10 +179,9 @@ def _has_blowups(diagram: Diagram) -> bool:
     key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
            tuple(sympy.srepr(v) for v in diagram.variables))
     if key not in _BLOWUPS:
-        from .sectors import decompose
-        supports = [np.array(sympy.Poly(sympy.expand(P), *diagram.variables).monoms())
-                    for P in (diagram.U, diagram.F)]
-        _BLOWUPS[key] = any(sec.blowups for sec in decompose(supports))
+        from .sectors import decompose_polynomials
+        sectors = decompose_polynomials((diagram.U, diagram.F), diagram.variables)
+        _BLOWUPS[key] = any(sec.blowups for sec in sectors)
     return _BLOWUPS[key]
 
 

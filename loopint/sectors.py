@@ -119,6 +119,14 @@ def decompose(supports: Sequence[np.ndarray], *, max_sectors: int = MAX_SECTORS)
     return out
 
 
+def decompose_polynomials(polys: Sequence, variables: Sequence) -> list[Sector]:
+    """:func:`decompose` for sympy polynomials (U and F of a diagram) in ``variables``."""
+    import sympy
+
+    return decompose([np.array(sympy.Poly(sympy.expand(P), *variables).monoms())
+                      for P in polys])
+
+
 def monomial_maps(sectors: Sequence[Sector], N: int) -> tuple[np.ndarray, np.ndarray]:
     """Each sector as a monomial map of the cube coordinates t (N - 1 of them):
 

@@ -10,7 +10,8 @@ import sympy
 from loopint import load
 from loopint.engines import iterated
 from loopint.lower import Integrand
-from loopint.sectors import _blowup, _resolved, decompose, monomial_maps
+from loopint.sectors import (_blowup, _resolved, decompose, decompose_polynomials,
+                             monomial_maps)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -18,6 +19,11 @@ jax.config.update("jax_enable_x64", True)
 def _supports(diagram):
     return [np.array(sympy.Poly(sympy.expand(P), *diagram.variables).monoms())
             for P in (diagram.U, diagram.F)]
+
+
+def test_decompose_polynomials_is_decompose_on_the_supports():
+    d = load("diagrams/ladder_vertex_2L_k1.toml").diagram
+    assert decompose_polynomials((d.U, d.F), d.variables) == decompose(_supports(d))
 
 
 def test_every_sector_resolves_U_and_F_of_the_two_loop_ladder():
