@@ -16,7 +16,9 @@ The regulator driver of the Direct Computation Method (seed 000, sections 4.2-4.
   faces of the simplex, often closer to 0 than the deltas that are cheap to integrate; power
   series (linear, Richardson extrapolation, seed 000 sec. 4.4) converge slowly there,
   rational functions do not (:mod:`extrapolation.rational`; the pentagon of seed 000 with
-  16 deltas: 2e-8 against 2e-5 for the best fit in powers of delta).  The sequence grows
+  16 deltas: 2e-8 against 2e-5 for the best fit in powers of delta).  The rational fit is
+  tried on every window of at least 6 consecutive deltas and the window with the smallest
+  error estimate is kept (:func:`_rational_fit`).  The sequence grows
   ``DELTA_STEP`` terms at a time until the extrapolation meets the tolerance or
   ``delta_terms`` is reached.
 * delta_0 is scaled to the problem: delta_0 = ``delta0_factor`` (default 1) times the mean of
@@ -39,7 +41,16 @@ The regulator driver of the Direct Computation Method (seed 000, sections 4.2-4.
   simplex could not resolve the subloop singularities (the two-loop ladder vertex at
   k^2/m_t^2 = 1: not 1e-3 in 3e8 evaluations), over the decomposed sectors it is still
   slower than cubature on the regulated 5-D integrand (k^2/m_t^2 = 5, H200: 272 s for 12
-  deltas at rtol 1e-4 against 21 s for 16 deltas at 1e-5 by cubature).
+  deltas at rtol 1e-4 against 45 s for 16 deltas at 1e-5 by cubature).  The cubature terms
+  carry the engine's global error estimate (signed degree-9 sweeps,
+  :mod:`loopint.engines.cubature`): the sum of local errors overstated them 10^2 to 10^4
+  times, and amplified by the rational fit it could not certify the ladder (16 deltas:
+  estimate 6e-4 for a true error of 6e-6).  They are asked for ``rtol *
+  DELTA_RTOL_FACTOR_CUBATURE`` (1/20: the fit's amplification there is 20-100), and a term
+  stopped by the memory or evaluation bound still enters with its error (the smallest
+  deltas fill the region store first); the windows of the rational fit leave such a term
+  out when it costs more than it adds.  The ladder then converges after 16 deltas: 45 s
+  warm on an H200, error estimate 1.3e-6 relative, true error 2e-7 against pySecDec.
 
 After each step the partial table is written atomically to the checkpoint file (if one is
 given) and ``resume=True`` continues from it.
@@ -71,6 +82,9 @@ from .problem import Problem, Settings, SpecError, check_kinematics, validate_se
 log = logging.getLogger(__name__)
 
 DELTA_RTOL_FACTOR = 0.5
+# Cubature's delta terms (multi-loop diagrams): the rational fit amplifies their errors 20 to
+# 100 times on the two-loop ladder vertex (16 deltas), so they are asked for rtol/20.
+DELTA_RTOL_FACTOR_CUBATURE = 0.05
 DELTA_STEP = 4   # deltas per engine call: a fixed vector width, so one compilation serves all
 
 
@@ -137,9 +151,9 @@ def _choose_method(settings: Settings, ndim: int, regulated: bool,
         return settings.method
     if regulated:
         # multi-loop (U vanishes on the boundary): Genz-Malik cubature over the decomposed
-        # sectors; the two-loop ladder vertex at k^2/m_t^2 = 5 with 16 deltas to rtol 1e-5
-        # took 21 s on an H200 (true error 1.7e-6), the iterated engine 272 s for 12 deltas
-        # at 1e-4.  One-loop: the iterated engine over the simplex (pentagon: 8.2 s).
+        # sectors; the two-loop ladder vertex at k^2/m_t^2 = 5 to rtol 1e-5 converged after
+        # 16 deltas in 45 s on an H200 (true error 2e-7), the iterated engine took 272 s for
+        # 12 deltas at 1e-4.  One-loop: the iterated engine over the simplex (pentagon: 8.4 s).
         if ndim <= 6 and diagram is not None and _has_blowups(diagram):
             return "cubature"
         return "iterated"
@@ -205,6 +219,10 @@ def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol
             if scale is not None:
                 kw["scale"] = scale
         return mod.integrate(f, ndim, domain="simplex" if domain == "simplex" else "cube", **kw)
+    if method == "cubature" and regulated and ndim >= 2:
+        # signed degree-9 sweeps (cubature module docstring): the terms' errors enter the
+        # extrapolation amplified, and the local sums overstate them 10^2-10^4 times
+        kw["error_estimate"] = "global"
     return mod.integrate_box(f, np.zeros(ndim), np.ones(ndim), **kw)
 
 
@@ -480,8 +498,9 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
     d0 = float(delta0[0])
     q = s.delta_q
     all_deltas = d0 * q ** -np.arange(s.delta_terms, dtype=float)
-    rtol_i = max(s.rtol * DELTA_RTOL_FACTOR, 1e-13)
-    atol_i = s.atol * DELTA_RTOL_FACTOR / max(abs(prefactor), 1e-300)
+    factor = DELTA_RTOL_FACTOR_CUBATURE if method == "cubature" else DELTA_RTOL_FACTOR
+    rtol_i = max(s.rtol * factor, 1e-13)
+    atol_i = s.atol * factor / max(abs(prefactor), 1e-300)
     fp = _fingerprint(problem, s, delta0, method)
     vals: list = []    # per delta: complex [P]
     errs: list = []
@@ -536,14 +555,14 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
                       "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
         if n >= s.delta_min_terms and np.all(ext["converged"]):
             break
-    engine_ok = all(r_["engine_status"] == "converged" for r_ in rows)
+    bad = [r_["engine_status"] for r_ in rows if not _term_usable(r_["engine_status"], method)]
+    engine_ok = not bad
     conv = ext["converged"] & engine_ok
     for i in range(P):
         if conv[i]:
             status[i] = "converged"
         elif not engine_ok:
-            bad = next(r_["engine_status"] for r_ in rows if r_["engine_status"] != "converged")
-            status[i] = f"an I(delta) integral did not converge ({bad})"
+            status[i] = f"an I(delta) integral did not converge ({bad[0]})"
         else:
             status[i] = (f"extrapolation not converged after {n} delta terms "
                          f"({ext['status'][i]})")
@@ -552,6 +571,16 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
             "table": rows, "deltas": [float(r_["delta"]) for r_ in rows], "delta0": d0,
             "extrapolation": {"status": list(map(str, ext["status"])),
                               "method": ext["method"], "n_terms": n}}
+
+
+def _term_usable(engine_status: str, method: str) -> bool:
+    """Whether a delta term may enter the extrapolation: converged, or (cubature) stopped by
+    its memory or evaluation bound with its best estimate and an error estimate that the
+    extrapolation propagates (the smallest deltas of a multi-loop diagram fill the region
+    store first; the windows of :func:`_rational_fit` weigh what they add)."""
+    if engine_status == "converged":
+        return True
+    return method == "cubature" and engine_status.startswith(("memory_limit", "max_evals"))
 
 
 def _complex_arr(x) -> np.ndarray:
@@ -610,7 +639,8 @@ def _extrapolate(vals: np.ndarray, errs: np.ndarray, s: Settings, prefactor, wyn
             error = np.where(np.isfinite(gap) & (gap > error), gap, error)
             regular = regular | better
             status = np.where(better, "tolerance_not_met", status)
-            method = np.where(better, [f"rational(k={k})" for k in np.atleast_1d(rk)], method)
+            method = np.where(better, [f"rational({'' if ':' in str(k) else 'k='}{k})"
+                                       for k in np.atleast_1d(rk)], method)
         parts.append((value, error, status, regular, method))
     (vr, er, sr, gr, mr), (vi, ei, si, gi, mi) = parts
     value = _cplx(vr, vi)
@@ -652,16 +682,21 @@ def _best_fit(fits: list, P: int):
 
 
 def _rational_fit(deltas: np.ndarray, values: np.ndarray, sigma: np.ndarray):
-    """Rational extrapolation (:func:`extrapolation.rational`) of ``values[n, P]`` over the
-    ``k`` smallest deltas, ``k = 6 .. n``, the best ``k`` per column (:func:`_best_fit`).
+    """Rational extrapolation (:func:`extrapolation.rational`) of ``values[n, P]`` over
+    windows of at least 6 consecutive deltas, the best window per column (:func:`_best_fit`).
 
     The largest deltas lie far from 0 on the scale of the singularities of I(delta) (on the
     imaginary axis, see :mod:`extrapolation.rational`) and can spoil a low-degree rational
     fit: on the pentagon's 16-term table the 13 or 14 smallest are chosen, estimates several
-    times smaller than with all 16.  Through :func:`_extrapolate`, true errors were at most
-    0.1 of the estimates there for 8 to 16 terms, and at most 0.75 on C0 at s = 4.2 to 50 m²
-    for 8 to 20 terms, except s = 4.2 m² with 16 terms (6 times, unconverged at 6.5e-3).
-    Returns ``(value[P], error[P], k[P])``.
+    times smaller than with all 16.  The smallest deltas are the hardest integrals and may
+    carry errors that the fit amplifies beyond what they add: on the two-loop ladder vertex
+    (k^2/m_t^2 = 5, 16 deltas, smallest term error 1.6e-5) the window without the last one
+    has an error estimate 7 times smaller (1.6e-5 against 1.1e-4, true 1e-6).  Through
+    :func:`_extrapolate`, true errors were at most 0.1 of the estimates on the pentagon for
+    8 to 16 terms, and at most 0.75 on C0 at s = 4.2 to 50 m² for 8 to 20 terms, except
+    s = 4.2 m² with 16 terms (6 times, unconverged at 6.5e-3).
+    Returns ``(value[P], error[P], label[P])``, the label ``"k"`` (the k smallest deltas) or
+    ``"i:j"`` (the i-th to j-th largest, 0-based, j exclusive).
     """
     from extrapolation.rational import rational
 
@@ -669,8 +704,10 @@ def _rational_fit(deltas: np.ndarray, values: np.ndarray, sigma: np.ndarray):
     order = np.argsort(-deltas, kind="stable")         # largest delta first
     d, v, sg = deltas[order], values[order], sigma[order]
     fits = []
-    for k in range(6, n + 1):
-        r = rational(d[n - k:], v[n - k:], sg[n - k:])
-        e = np.asarray(r.error, float)
-        fits.append((k, np.where(np.isfinite(e), e, np.inf), np.asarray(r.value, float)))
+    for j in range(n, 5, -1):
+        for i in range(j - 5):
+            r = rational(d[i:j], v[i:j], sg[i:j])
+            e = np.asarray(r.error, float)
+            label = str(j - i) if j == n else f"{i}:{j}"
+            fits.append((label, np.where(np.isfinite(e), e, np.inf), np.asarray(r.value, float)))
     return _best_fit(fits, P)

@@ -192,3 +192,27 @@ def test_resume_refuses_other_problem(triangle, tmp_path):
     ck.write_text(json.dumps({"fingerprint": "0" * 16, "rows": []}))
     with pytest.raises(ValueError, match="checkpoint"):
         compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-4, checkpoint=str(ck), resume=True)
+
+
+def test_rational_windows_leave_out_a_noisy_smallest_delta():
+    """The smallest deltas are the hardest integrals: a last term with a large (honest)
+    error is left out by a window of the rational fit instead of spoiling every fit."""
+    from loopint.compute import _rational_fit
+    d = geometric_sequence(0.3, 16)
+    limit = 1.5
+    f = limit + 0.7 * d / (1 + 0.5 * d)
+    sigma = np.full(16, 1e-13)
+    f[-1] += 3e-6
+    sigma[-1] = 5e-6
+    value, error, label = _rational_fit(d, f[:, None], sigma[:, None])
+    assert abs(value[0] - limit) <= error[0] <= 1e-8, (value, error, label)
+    assert ":" in str(label[0]) and str(label[0]).endswith(":15")
+
+
+def test_which_delta_terms_may_enter_the_extrapolation():
+    from loopint.compute import _term_usable
+    assert _term_usable("converged", "iterated")
+    assert _term_usable("memory_limit: 13451001 regions", "cubature")
+    assert _term_usable("max_evals: stopped after 1e9 evaluations", "cubature")
+    assert not _term_usable("memory_limit: level 3 full", "iterated")
+    assert not _term_usable("nonfinite: integrand returned NaN/inf at 3 points", "cubature")

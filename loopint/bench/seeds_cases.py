@@ -25,10 +25,10 @@ DIAGRAMS = os.path.normpath(os.path.join(HERE, "..", "..", "diagrams"))
 # (case, file, overrides for the full run, overrides for --quick, once, seed's figure).
 # Budgets keep the whole suite within 10 minutes on one H200: the pentagon by the DCM gets
 # the seed's "15-ish" delta values (16).  The pentagon and the k2/mt2 = 5 ladder run both
-# ways: by the DCM (the ladder by cubature over the decomposed sectors, loopint.sectors; its
-# smallest deltas reach the memory bound of the cubature, so the result is accurate but its
-# error estimate does not certify 5 digits) and on the deformed contour.  A case that runs
-# out of budget is reported as not converged.
+# ways: by the DCM (the ladder by cubature over the decomposed sectors, loopint.sectors, with
+# the cubature's global error estimate; its smallest deltas reach the memory bound and enter
+# with their errors) and on the deformed contour.  A case that runs out of budget is
+# reported as not converged.
 CASES = [
     ("C0 above threshold (DCM)", "triangle_above_threshold.toml", {"rtol": 1e-6}, {"rtol": 1e-4},
      False, None),

@@ -24,6 +24,30 @@ have fixed sizes from the ladder ``512·8^k``
 (:func:`~loopint.engines.genz_malik.capacity_for`), so a run compiles a handful of shapes;
 evaluation runs in chunks whose number follows the live region count.
 
+Global error estimate (``error_estimate="global"``).  The sum of the local errors
+``Σ E_r`` is the error of the embedded degree-5 rule summed without signs; on smooth and on
+regulated loop integrands it exceeds the true error of ``Σ I_r`` 10^2 to 10^5 times (Genz's
+oscillatory and Gaussian families in 5 dimensions: 9.1e-9 against 1.4e-14 and 9.6e-10 against
+3.8e-12; the two-loop ladder vertex at delta = 0.34: 1.3e-5 against 1.2e-9).  The global
+estimate applies the degree-9 rule of :class:`~loopint.engines.genz_malik.GenzMalik9Rule`
+to every live region of the partition (a "sweep") and keeps the signs:
+``d_r = I9_r - I7_r`` is, where the degree-9 rule is the more accurate one, the error of
+``I7_r`` with its sign, so ``Σ d_r`` is the error of the degree-7 total with the
+cancellations between regions that the true error has (on the cases above it matched the
+true error to a few per cent), and the degree-9 total is reported.  Regions where the two
+rules are not in their asymptotic order (``|d_r| > ρ E_r``, ``ρ =`` :data:`GLOBAL_RHO`: the
+degree-7 rule no better than the degree-5 one) enter without signs:
+
+    error = 2 |Σ_{asymptotic} d_r| + Σ_{others} |d_r| + (retired regions' local errors).
+
+Sweeps are taken when the live count has grown fourfold since the last one (from
+:data:`GLOBAL_FIRST_SWEEP` regions) and when the ratio of global to local error seen at the
+last sweep predicts convergence; their evaluations are counted and kept within
+``max_evals``.  A sweep's estimate is used only when the previous sweep's estimate covers
+its value (``|S9 - S9_before| <= error_before`` in every component): two successive
+partitions must agree within the claimed error, a check of the estimate on the integrand
+itself.  The result then takes, per component, the smaller of the two estimates.
+
 When ``max_regions`` is reached, the regions with the smallest errors are retired into a
 fixed sum (together at most a quarter of the remaining error budget, as PAGANI's threshold
 rule, seed 001 section 3.5.3); if that frees too little, the run stops with a
@@ -60,6 +84,10 @@ CPU_MAX_REGIONS = 2**22
 # children and the evaluation chunk, with room for the rest of a run.
 BYTES_PER_REGION = 4096
 ACCELERATOR_MAX_REGIONS = 2**25
+ERROR_ESTIMATES = ("local", "global")
+GLOBAL_RHO = 0.1             # |I9 - I7| above this share of the local error: not asymptotic
+GLOBAL_FIRST_SWEEP = 4096    # live regions before the first sweep of the global estimate
+GLOBAL_SAFETY = 2.0          # factor on the signed sum over the asymptotic regions
 
 
 def default_max_regions(device=None) -> int:
@@ -79,8 +107,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                   max_evals: int = 10**8, max_regions: int | None = None,
                   precision: str = "float64", share: float = 0.5, min_split: int = 64,
                   max_iterations: int = 100_000, chunk_points: int = 2**21,
-                  initial_divisions: int = 1, rule: str = "genz_malik"
-                  ) -> base.IntegrationResult:
+                  initial_divisions: int = 1, rule: str = "genz_malik",
+                  error_estimate: str = "local") -> base.IntegrationResult:
     """Integrate ``f`` over the box ``[lower, upper]`` by globally adaptive Genz–Malik cubature.
 
     Args:
@@ -100,10 +128,16 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         initial_divisions: start from the uniform grid with this many cells per axis.
         rule: ``"genz_malik"`` (degree 7/5, default) or ``"dcuhre9"`` (degree 9 with null
             rules, ``d >= 2``; see :class:`~loopint.engines.genz_malik.GenzMalik9Rule`).
+        error_estimate: ``"local"`` (default: the sum of the regions' error estimates) or
+            ``"global"`` (signed degree-9 sweeps of the partition, see the module docstring;
+            ``rule="genz_malik"`` and ``d >= 2``).
 
     Returns:
         :class:`~loopint.engines.base.IntegrationResult`; ``info`` has ``regions``,
-        ``iterations``, ``nonfinite``, ``retired_regions``, ``capacity``.
+        ``iterations``, ``nonfinite``, ``retired_regions``, ``capacity``, ``error_estimate``
+        (the estimate the result carries: "local", "global" or, per component, "mixed"),
+        ``local_error`` (the sum of local errors at the end, (re, im) parts as ``error``),
+        ``sweeps`` and ``sweep_evaluations``.
     """
     t0 = time.perf_counter()
     base.check_tolerances(rtol, atol, max_evals)
@@ -116,6 +150,12 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         max_regions = default_max_regions()
     if max_regions < 2:
         raise ValueError(f"max_regions must be >= 2, got {max_regions}")
+    if error_estimate not in ERROR_ESTIMATES:
+        raise ValueError(f"error_estimate must be one of {ERROR_ESTIMATES}, got {error_estimate!r}")
+    use_global = error_estimate == "global"
+    if use_global and (rule != "genz_malik" or ndim < 2):
+        raise ValueError("error_estimate='global' sweeps with the degree-9 rule: it needs "
+                         f"rule='genz_malik' and ndim >= 2 (got rule={rule!r}, ndim={ndim})")
     integrand = base.normalize_integrand(f, ndim, dtype)
     npts = make_rule(rule, ndim).n_points
     static = dict(f=StaticFunction(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
@@ -150,6 +190,26 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     nonfinite = 0
     retired_regions = 0
     iterations = 0
+    n9 = make_rule("dcuhre9", ndim).n_points if use_global else 0
+    sweeps = sweep_evaluations = swept_count = 0
+    next_sweep, ratio, glob, validated = GLOBAL_FIRST_SWEEP, None, None, False
+
+    def sweep():
+        """Degree-9 sweep of the live regions: (value, error) of the global estimate."""
+        nonlocal evaluations, sweeps, sweep_evaluations, swept_count, nonfinite
+        est9 = evaluate_buffer(state[0], state[1], jnp.int32(count), plan.weights,
+                               chunk=chunk_for(cap, n9, chunk_points), **dict(static, rule="dcuhre9"))
+        out = _global_estimate(state[2], state[3], est9.value, jnp.int32(count), retired_value,
+                               retired_error, jnp.asarray(GLOBAL_RHO, dtype),
+                               jnp.asarray(GLOBAL_SAFETY, dtype))
+        value_g, error_g, bad9 = jax.device_get((out[0], out[1], est9.nonfinite))
+        nonfinite += int(bad9)
+        evaluations += count * n9
+        sweep_evaluations += count * n9
+        sweeps += 1
+        swept_count = count
+        return np.asarray(value_g, np.float64), np.asarray(error_g, np.float64)
+
     while True:
         total_value, total_error, wanted, bad_host = jax.device_get(
             (plan.total_value, plan.total_error, plan.wanted, bad))
@@ -163,11 +223,24 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                                                        integrand):
             stop = base.CONVERGED
             break
+        if use_global and iterations >= 1 and evaluations + count * n9 <= max_evals:
+            predicted = ratio is not None and count >= 1.5 * swept_count and \
+                base.real_tolerance_met(total_value, ratio * total_error, rtol, atol, integrand)
+            if count >= next_sweep or predicted:
+                previous, glob = glob, sweep()
+                next_sweep = 4 * count
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = float(np.nanmax(np.where(total_error > 0, glob[1] / total_error, 0)))
+                validated = _covers(previous, glob)
+                if validated and base.real_tolerance_met(*glob, rtol, atol, integrand):
+                    stop = base.CONVERGED
+                    break
         if iterations >= max_iterations:
             stop = base.status_not_converged(base.MAX_ITERATIONS, evaluations, total_error,
                                              requested)
             break
-        budget_regions = (max_evals - evaluations) // (2 * npts)
+        # (global estimate: room is kept for a final sweep of the grown partition)
+        budget_regions = (max_evals - evaluations - count * n9) // (2 * npts + n9)
         if budget_regions < 1:
             stop = base.status_not_converged(base.MAX_EVALS, evaluations, total_error, requested)
             break
@@ -176,15 +249,17 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
             state, kept, rv, re = _retire(*state, jnp.int32(count), plan.weights,
                                           plan.targets, retired_error)
             kept = int(kept)
-            if count - kept < max(1, count // 4):
-                stop = (f"{base.MEMORY_LIMIT}: {count} regions (max_regions={max_regions}); "
-                        f"retiring small-error regions within a quarter of the remaining "
-                        f"error budget would free only {count - kept}; error "
+            freed = count - kept
+            # the retired sums are kept either way: the compacted state is what remains
+            retired_value, retired_error = retired_value + rv, retired_error + re
+            retired_regions += freed
+            count = kept
+            if freed < max(1, (count + freed) // 4):
+                stop = (f"{base.MEMORY_LIMIT}: {count + freed} regions (max_regions="
+                        f"{max_regions}); retiring small-error regions within a quarter of the "
+                        f"remaining error budget would free only {freed}; error "
                         f"{np.max(np.abs(total_error)):.3g} > requested {requested:.3g}")
                 break
-            retired_value, retired_error = retired_value + rv, retired_error + re
-            retired_regions += count - kept
-            count = kept
         split = min(split, max_regions - count)
         if count + split > cap:
             cap = min(capacity_for(count + split), top_cap)
@@ -203,6 +278,23 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         count += split
         iterations += 1
 
+    estimate, local_error = "local", total_error
+    if use_global and stop != base.CONVERGED and count > swept_count \
+            and evaluations + count * n9 <= max_evals:
+        previous, glob = glob, sweep()
+        validated = _covers(previous, glob)
+    if glob is not None and validated:
+        # per component the smaller estimate, with its own value (each pair is honest)
+        use = glob[1] < total_error
+        if stop == base.CONVERGED and not base.real_tolerance_met(
+                total_value, total_error, rtol, atol, integrand):
+            use = np.ones_like(use)          # converged on the global estimate
+        total_value = np.where(use, glob[0], total_value)
+        total_error = np.where(use, glob[1], total_error)
+        estimate = "global" if np.all(use) else ("local" if not np.any(use) else "mixed")
+        if stop != base.CONVERGED and np.any(use):
+            stop += (f"; the global error estimate ({np.max(np.abs(glob[1])):.3g}) is "
+                     f"reported where smaller")
     converged, status = base.final_status(stop, nonfinite)
     return base.IntegrationResult(
         value=integrand.unpack(total_value),
@@ -211,7 +303,10 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         seconds=time.perf_counter() - t0, method=METHOD,
         info={"regions": int(count), "iterations": iterations, "nonfinite": nonfinite,
               "retired_regions": retired_regions, "capacity": cap,
-              "points_per_region": npts, "ndim": ndim, "precision": precision, "rule": rule})
+              "points_per_region": npts, "ndim": ndim, "precision": precision, "rule": rule,
+              "error_estimate": estimate, "local_error": integrand.unpack(local_error),
+              "sweeps": sweeps,
+              "sweep_evaluations": int(sweep_evaluations)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,6 +402,32 @@ def _grow(state, *, rows):
     def pad(a):
         return jnp.pad(a, [(0, rows - a.shape[0])] + [(0, 0)] * (a.ndim - 1), mode="edge")
     return tuple(pad(a) for a in state)
+
+
+def _covers(previous, current) -> bool:
+    """Whether the previous sweep's estimate covers the current value in every component
+    (``|v_now - v_before| <= e_before``): the check that validates a global estimate."""
+    if previous is None:
+        return False
+    return bool(np.all(np.abs(current[0] - previous[0]) <= previous[1]))
+
+
+@jax.jit
+def _global_estimate(value, error, value9, count, retired_value, retired_error, rho, safety):
+    """Value and error of the global estimate from a degree-9 sweep (module docstring).
+
+    ``d_r = I9_r - I7_r``; rows with ``|d_r| > rho·E_r`` enter without signs.  A floor of
+    64 ulp of ``Σ |I9_r|`` keeps the estimate above the rounding of the sums.
+    """
+    live = (jnp.arange(value.shape[0]) < count)[:, None]
+    d = jnp.where(live, value9 - value, 0)
+    loose = jnp.abs(d) > rho * error
+    signed = jnp.sum(jnp.where(loose, 0, d), axis=0)
+    unsigned = jnp.sum(jnp.where(loose, jnp.abs(d), 0), axis=0)
+    total9 = jnp.sum(jnp.where(live, value9, 0), axis=0)
+    floor = 64 * jnp.finfo(value.dtype).eps * jnp.sum(jnp.abs(jnp.where(live, value9, 0)), axis=0)
+    error_g = safety * jnp.abs(signed) + unsigned + retired_error + floor
+    return total9 + retired_value, error_g
 
 
 @jax.jit
