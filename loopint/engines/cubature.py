@@ -46,7 +46,10 @@ last sweep predicts convergence; their evaluations are counted and kept within
 ``max_evals``.  A sweep's estimate is used only when the previous sweep's estimate covers
 its value (``|S9 - S9_before| <= error_before`` in every component): two successive
 partitions must agree within the claimed error, a check of the estimate on the integrand
-itself.  The result then takes, per component, the smaller of the two estimates.
+itself.  The result then takes, per component, the smaller of the two estimates.  On
+Genz's families in 3 to 6 dimensions the true error stayed within 0.53 of the global
+estimate (``tests/test_cubature.py``); the regulated ladder terms of
+:mod:`loopint.compute` extrapolate to pySecDec's value within their propagated estimate.
 
 When ``max_regions`` is reached, the regions with the smallest errors are retired into a
 fixed sum (together at most a quarter of the remaining error budget, as PAGANI's threshold
@@ -304,7 +307,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         info={"regions": int(count), "iterations": iterations, "nonfinite": nonfinite,
               "retired_regions": retired_regions, "capacity": cap,
               "points_per_region": npts, "ndim": ndim, "precision": precision, "rule": rule,
-              "error_estimate": estimate, "local_error": integrand.unpack(local_error),
+              "error_estimate": estimate, "local_error": base.complex_error(local_error, integrand),
               "sweeps": sweeps,
               "sweep_evaluations": int(sweep_evaluations)})
 
