@@ -639,8 +639,7 @@ def _extrapolate(vals: np.ndarray, errs: np.ndarray, s: Settings, prefactor, wyn
             error = np.where(np.isfinite(gap) & (gap > error), gap, error)
             regular = regular | better
             status = np.where(better, "tolerance_not_met", status)
-            method = np.where(better, [f"rational({'' if ':' in str(k) else 'k='}{k})"
-                                       for k in np.atleast_1d(rk)], method)
+            method = np.where(better, [f"rational({k})" for k in np.atleast_1d(rk)], method)
         parts.append((value, error, status, regular, method))
     (vr, er, sr, gr, mr), (vi, ei, si, gi, mi) = parts
     value = _cplx(vr, vi)
@@ -696,8 +695,8 @@ def _rational_fit(deltas: np.ndarray, values: np.ndarray, sigma: np.ndarray):
     :func:`_extrapolate`, true errors were at most 0.1 of the estimates on the pentagon for
     8 to 16 terms, and at most 0.75 on C0 at s = 4.2 to 50 m² for 8 to 20 terms, except
     s = 4.2 m² with 16 terms (6 times, unconverged at 6.5e-3).
-    Returns ``(value[P], error[P], label[P])``, the label ``"k"`` (the k smallest deltas) or
-    ``"i:j"`` (the i-th to j-th largest, 0-based, j exclusive).
+    Returns ``(value[P], error[P], label[P])``, the label ``"k=<k>"`` (the k smallest deltas)
+    or ``"i:j"`` (the i-th to j-th largest, 0-based, j exclusive).
     """
     from extrapolation.rational import rational
 
@@ -709,6 +708,6 @@ def _rational_fit(deltas: np.ndarray, values: np.ndarray, sigma: np.ndarray):
         for i in range(j - 5):
             r = rational(d[i:j], v[i:j], sg[i:j])
             e = np.asarray(r.error, float)
-            label = str(j - i) if j == n else f"{i}:{j}"
+            label = f"k={j - i}" if j == n else f"{i}:{j}"
             fits.append((label, np.where(np.isfinite(e), e, np.inf), np.asarray(r.value, float)))
     return _best_fit(fits, P)
