@@ -1,4 +1,4 @@
-"""The ``loopint`` command line (DESIGN section 4.3).
+"""The ``loopint`` command line.
 
     loopint compute FILE [--method M] [--rtol R] [--json OUT] [--plot OUT.png] [--resume]
     loopint show FILE
@@ -45,9 +45,13 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="integrand evaluations allowed per integral, e.g. 1e9")
     g.add_argument("--precision", choices=["float64", "float32"], help="floating point width")
     g.add_argument("--delta", help="regulator: 'auto' (default), 0 (no regulator) or delta0")
-    g.add_argument("--contour", choices=["none", "deform"],
-                   help="physical region: 'none' (delta sequence, default) or 'deform' "
-                        "(delta = 0 on a deformed contour, a second method)")
+    g.add_argument("--contour", choices=["auto", "none", "deform"],
+                   help="physical region: 'auto' (default: delta = 0 on a deformed contour, the "
+                        "delta sequence where that does not converge), 'deform' (contour "
+                        "only) or 'none' (delta sequence only)")
+    g.add_argument("--cross-check", action="store_true", dest="cross_check", default=None,
+                   help="compute physical points by both methods and compare them (status "
+                        "'methods disagree' beyond 5 combined errors)")
     g.add_argument("--prefactor", choices=["pysecdec", "none"],
                    help="normalization: pySecDec's (default) or the bare parametric integral")
     g.add_argument("--seed", type=int, help="random seed of the mc/qmc engines")
@@ -109,7 +113,8 @@ def _select_device(name: str | None) -> None:
 
 def _overrides(a) -> dict:
     kw = {}
-    for k in ("method", "rtol", "atol", "precision", "prefactor", "seed", "contour"):
+    for k in ("method", "rtol", "atol", "precision", "prefactor", "seed", "contour",
+              "cross_check"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
@@ -157,61 +162,197 @@ def cmd_show(a) -> int:
         try:
             r = d.region(p.kinematics)
         except DiagramError as e:  # e.g. F overflows at absurd kinematic values
-            raise SpecError(f"{a.file}: kinematics: {e}") from None
+            raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
         what = {"euclidean": "Euclidean: F >= 0 on the simplex, delta = 0",
                 "negative": "F <= 0 on the simplex: delta = 0 with the i0 phase",
                 "physical": "physical: F changes sign (or could not be proven one-signed); "
                             "delta-regulated and extrapolated"}[r.kind]
         print(f"region      {what}\n            by: {r.method}{' — ' + r.detail if r.detail else ''}")
+    _show_convergence(a.file, d, p.kinematics)
     if p.reference:
         print(f"reference   {p.reference.value}  ({p.reference.source})")
     return EXIT_OK
 
 
-class _Progress:
-    """Progress lines on a terminal (rich), silent when stderr is not a terminal or --quiet."""
+def _show_convergence(path: str, d, kinematics) -> None:
+    """The power-counting verdict (:mod:`loopint.divergence`) at the file's kinematic point,
+    or for generic kinematics when the file gives a scan."""
+    from .divergence import analyze
+    from .problem import SpecError
+    from .diagram import DiagramError
+    scalar = not any(hasattr(v, "__len__") for v in kinematics.values())
+    try:
+        v = analyze(d, kinematics if scalar else None)
+    except DiagramError as e:
+        raise SpecError(f"{path}: kinematics: {e}") from None
+    text = v.summary().replace("\n", "\n            ")
+    print(f"convergence {text}")
 
-    def __init__(self, quiet: bool):
-        self.on = not quiet and sys.stderr.isatty()
-        self.console = None
-        if self.on:
+
+class _Progress:
+    """Progress of a long run on stderr; nothing with ``--quiet``.
+
+    On a terminal: a live status line (rich) from the start, so a long delta = 0 or contour
+    run shows that it is working, and one line per stage event (direct, contour, each step
+    of the delta sequence).  When stderr is not a terminal (a log file, a batch job): plain
+    lines, one per stage event, at most one every ``interval`` seconds except at a change of
+    stage; the last event is always written.  Use as a context manager around the run.
+    """
+
+    def __init__(self, quiet: bool, label: str = "", interval: float = 5.0, stream=None):
+        import time
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = self.stream.isatty()
+        self.label = label
+        self.interval = interval
+        self.clock = time.monotonic
+        self.last_stage = None
+        self.last_time = -float("inf")
+        self.pending = None       # a plain line held back by the interval
+        self.console = self.status = None
+
+    def __enter__(self):
+        if not self.quiet and self.tty:
             from rich.console import Console
-            self.console = Console(stderr=True)
+            self.console = Console(file=self.stream)
+            self.status = self.console.status(f"computing {self.label}")
+            self.status.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status is not None:
+            self.status.stop()
+        if self.pending:
+            print(self.pending, file=self.stream, flush=True)
+            self.pending = None
+        return False
+
+    @staticmethod
+    def describe(ev: dict) -> str:
+        """One line: stage, evaluations, current estimate (first point of a batch), error,
+        elapsed seconds."""
+        import numpy as np
+        v = np.atleast_1d(ev["value"])
+        e = np.atleast_1d(ev["error"])
+        stage = {"direct": "delta = 0 (no regulator)",
+                 "contour": "contour deformation (delta = 0 on a deformed contour)",
+                 }.get(ev["stage"], ev["stage"])
+        if ev["stage"] == "delta":
+            stage = f"delta sequence, {ev['n']} terms (smallest delta {ev['delta']:.3g})"
+        first = f" [first of {v.size} points]" if v.size > 1 else ""
+        return (f"{stage}: evaluations {ev['evaluations']:.3g}, estimate "
+                f"{_fmt(complex(v[0]), complex(e[0]))}{first}, {ev['seconds']:.1f} s")
 
     def __call__(self, ev: dict) -> None:
-        if not self.on:
+        if self.quiet:
             return
-        import numpy as np
-        v = np.atleast_1d(ev["value"])[0]
-        e = np.atleast_1d(ev["error"])[0]
-        step = f"delta step {ev['n']:2d} (delta = {ev['delta']:.3g})" if ev["stage"] == "delta" else "delta = 0"
-        self.console.print(f"[dim]{ev['seconds']:7.1f} s[/dim]  {step}  evals {ev['evaluations']:.3g}  "
-                           f"{_fmt(complex(v), complex(e))}")
+        line = self.describe(ev)
+        if self.console is not None:
+            self.console.print(f"[dim]{line}[/dim]", highlight=False)
+            self.status.update(f"computing {self.label}: {line}")
+            return
+        now = self.clock()
+        if ev["stage"] != self.last_stage or now - self.last_time >= self.interval:
+            print(f"loopint: {line}", file=self.stream, flush=True)
+            self.last_stage, self.last_time, self.pending = ev["stage"], now, None
+        else:
+            self.pending = f"loopint: {line}"
+
+
+_ZERO_DELTA = {"euclidean": "0 (Euclidean region)",
+               "negative": "0 (F <= 0 on the simplex: the i0 phase, no regulator needed)",
+               "forced": "0 as requested (the point is not proven Euclidean)"}
+
+
+def _regulator(r) -> str:
+    """How the regulator was handled, and in which region (the `delta` line of the summary)."""
+    from collections import Counter
+    regions = r.region if isinstance(r.region, list) else [r.region]
+    counts = Counter(regions)
+    reg = r.info.get("regulated") or {}
+    how = Counter(reg.get("point_method", []))
+    parts = []
+    for kind in ("euclidean", "negative", "forced"):
+        if counts[kind]:
+            parts.append(_ZERO_DELTA[kind] + (f" at {counts[kind]} points" if len(regions) > 1
+                                              else ""))
+    many = len(regions) > 1
+    if how["contour"]:
+        parts.append("contour deformation (delta = 0 on a deformed contour), physical region"
+                     + (f" at {how['contour']} points" if many else ""))
+    if how["delta sequence"] and r.table:
+        parts.append(f"delta sequence, {len(r.table)} terms, {r.table[0]['delta']:.4g} .. "
+                     f"{r.table[-1]['delta']:.4g}, extrapolated to 0 (physical region)"
+                     + (f" at {how['delta sequence']} points" if many else ""))
+    if reg.get("cross_check_result"):
+        worst = max(c["sigmas"] for c in reg["cross_check_result"])
+        parts.append(f"cross-check: contour and delta sequence {worst:.2g} combined errors "
+                     "apart")
+    elif reg.get("contour_not_used"):
+        parts.append(f"(contour not used: {reg['contour_not_used']})")
+    if r.info.get("cross_check"):
+        parts.append(r.info["cross_check"])
+    return "; ".join(parts)
 
 
 def _print_result(r, reference=None) -> None:
     print(f"value       {_fmt(complex(r.value), complex(r.error))}")
     print(f"status      {r.status}")
+    if not r.converged:
+        print("error       a lower bound only: the run did not converge, the true error may be "
+              "much larger")
     if reference is not None:
         diff = complex(r.value) - reference.value
-        print(f"reference   {reference.value.real:.12g} + {reference.value.imag:.12g} i   "
+        ref = reference.value
+        print(f"reference   {ref.real:.12g} {'-' if ref.imag < 0 else '+'} {abs(ref.imag):.12g} i   "
               f"(difference {abs(diff):.2g}; {reference.source})")
-    delta = "0 (Euclidean)" if not r.table else (
-        f"{len(r.table)} terms, {r.table[0]['delta']:.4g} .. {r.table[-1]['delta']:.4g}")
-    print(f"delta       {delta}")
+    print(f"delta       {_regulator(r)}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
     print(f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s")
 
 
+def _kinematics_message(e) -> str:
+    """The diagram layer's error about a kinematic point, in the words of a file's user."""
+    msg = str(e)
+    if "non-finite coefficients" in msg:
+        return ("F is not finite at this kinematic point: an expression divides by zero or "
+                "overflows there")
+    return msg
+
+
+def _compute(a, p, **kw):
+    """:func:`loopint.compute` for the command line: the progress display around it, and
+    errors of the kinematic point reported against the file."""
+    import warnings
+    from .compute import compute
+    from .diagram import DiagramError
+    from .problem import SpecError
+    try:
+        with _Progress(a.quiet, label=p.diagram.name) as progress, warnings.catch_warnings():
+            # F's coefficients at a point where a denominator vanishes or a value overflows:
+            # the error below says so, NumPy's warning would only come first
+            warnings.filterwarnings("ignore", "divide by zero|overflow", RuntimeWarning,
+                                    r"loopint\.lower")
+            return compute(p, progress=progress, **kw, **_overrides(a))
+    except DiagramError as e:
+        if e.key != "kinematics":
+            raise
+        raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
+    except SpecError as e:
+        if str(e).startswith("kinematics"):
+            raise SpecError(f"{a.file}: {e}") from None
+        raise
+
+
 def cmd_compute(a) -> int:
-    from .compute import compute, write_json_atomic
+    from .compute import write_json_atomic
     from .problem import load
     p = load(a.file)
     if a.resume and not a.json:
         raise _UsageError("--resume needs --json OUT (the checkpoint is OUT.partial)")
     checkpoint = f"{a.json}.partial" if a.json else None
-    r = compute(p, progress=_Progress(a.quiet), checkpoint=checkpoint, resume=a.resume,
-                **_overrides(a))
+    r = _compute(a, p, checkpoint=checkpoint, resume=a.resume)
     _print_result(r, p.reference)
     if a.json:
         d = r.to_dict()
@@ -249,7 +390,8 @@ def parse_param(text: str):
 
 def cmd_scan(a) -> int:
     import numpy as np
-    from .compute import compute, write_json_atomic
+    from .compute import write_json_atomic
+    from .files import write_text_atomic
     from .problem import load
     p = load(a.file)
     grids = [parse_param(t) for t in a.param]
@@ -264,7 +406,7 @@ def cmd_scan(a) -> int:
     kin = dict(p.kinematics)
     for n, m in zip(names, mesh):
         kin[n] = m.reshape(-1)
-    r = compute(p, kinematics=kin, progress=_Progress(a.quiet), **_overrides(a))
+    r = _compute(a, p, kinematics=kin)
     vals = np.atleast_1d(r.value)
     errs = np.atleast_1d(r.error)
     ok = r.info.get("point_converged") or [r.converged] * len(vals)
@@ -279,7 +421,7 @@ def cmd_scan(a) -> int:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-        _write_text_atomic(a.csv, buf.getvalue())
+        write_text_atomic(a.csv, buf.getvalue())
     if a.json:
         d = r.to_dict()
         d["points"] = rows
@@ -287,7 +429,12 @@ def cmd_scan(a) -> int:
         write_json_atomic(a.json, d)
     if a.plot:
         from .plot import plot_scan
-        plot_scan(rows, names[0], a.plot, title=p.diagram.name)
+        fixed = {k: float(v) for k, v in kin.items() if k not in names}
+        if len(names) > 1:
+            title = f"{p.diagram.name}, over a grid of {', '.join(names)}"
+        else:
+            title = p.diagram.name
+        plot_scan(rows, names[0], a.plot, title=title, prefactor=r.prefactor, fixed=fixed)
     print(f"{len(rows)} points, {sum(r_['converged'] for r_ in rows)} converged, "
           f"{r.evaluations:.3g} evaluations, {r.seconds:.3g} s, method {r.method}, device {r.device}")
     if not a.csv and not a.json:
@@ -299,23 +446,30 @@ def cmd_scan(a) -> int:
     return EXIT_OK if r.converged else EXIT_NOT_CONVERGED
 
 
-def _write_text_atomic(path: str, text: str) -> None:
-    import tempfile
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def cmd_bench(a) -> int:
     from .bench import run_suite
     return run_suite(a.suite, quick=a.quick, json_path=a.json, only=a.only)
+
+
+def _check_outputs(a) -> str | None:
+    """Why an output path (--json, --csv, --plot, and --json's checkpoint) cannot be written,
+    or None: checked before anything is computed."""
+    paths = [(f"--{o}", getattr(a, o, None)) for o in ("json", "csv", "plot")]
+    if getattr(a, "json", None) and getattr(a, "command", None) == "compute":
+        paths.append(("--json", f"{a.json}.partial"))
+    for option, path in paths:
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            return f"{option} {path}: is a folder; give a file name, e.g. {os.path.join(path, 'out')}"
+        if not os.path.isdir(folder):
+            return f"{option} {path}: folder does not exist"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"{option} {path}: folder {folder} is not writable"
+        if os.path.exists(path) and not os.path.isfile(path):
+            return f"{option} {path}: exists and is not a regular file"
+    return None
 
 
 def main(argv=None) -> int:
@@ -330,17 +484,21 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
     _select_device(getattr(a, "device", None))
     logging.basicConfig(level=logging.WARNING, format="loopint: %(message)s")
-    for out in ("json", "csv", "plot"):
-        path = getattr(a, out, None)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            print(f"loopint: error: --{out} {path}: folder does not exist", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    problem = _check_outputs(a)
+    if problem:
+        print(f"loopint: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     from .diagram import DiagramError
     from .problem import SpecError
     try:
         return {"show": cmd_show, "compute": cmd_compute, "scan": cmd_scan,
                 "bench": cmd_bench}[a.command](a)
-    except (SpecError, DiagramError, _UsageError) as e:
+    except DiagramError as e:    # raised while computing: name the file and the key
+        where = f"{a.file}: " if getattr(a, "file", None) and a.file not in str(e) else ""
+        key = f"{e.key}: " if e.key and not str(e).startswith(e.key) else ""
+        print(f"loopint: error: {where}{key}{e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (SpecError, _UsageError) as e:
         print(f"loopint: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

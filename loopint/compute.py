@@ -58,11 +58,11 @@ given) and ``resume=True`` continues from it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -73,8 +73,10 @@ import numpy as np
 import sympy
 
 from . import __version__
-from .diagram import Diagram, Region, classify_coefficients
-from .engines.base import IntegrationResult, _jsonable
+from .diagram import Diagram, DiagramError, Region, classify_coefficients, is_scaleless
+from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
+from .engines.base import NONFINITE, IntegrationResult, _jsonable
+from .files import write_text_atomic
 from .integrate import engine_module
 from .lower import Integrand
 from .problem import Problem, Settings, SpecError, check_kinematics, validate_settings
@@ -95,6 +97,18 @@ class Result:
     value / error: complex number (or array over kinematic points); ``error.real`` and
         ``error.imag`` bound the errors of the real and imaginary parts.
     converged: True only when every point met the tolerance; ``status`` says why not.
+    delta: the deltas of the regulator sequence used (a list, largest first); ``[]`` when
+        no sequence was used (delta = 0: a Euclidean point, or the deformed contour); ``region``
+        says which case it was.
+    evaluations / seconds: the whole computation, including the delta terms of an earlier
+        run that ``resume=True`` continued (their ``seconds`` rows add up);
+        ``info["seconds_this_run"]`` is the wall time of this call alone.
+    error_kind: ``"estimate"`` when converged; ``"lower bound"`` otherwise: a run stopped by
+        its budget, or an extrapolation that did not settle, has an error estimate that can be
+        far below the true error, so it only says the error is at least that large.
+    region: 'euclidean' | 'negative' | 'forced' | 'physical' per point (a list when batched);
+        ``info["regulated"]["point_method"]`` says per physical point whether the deformed
+        contour or the delta sequence produced it.
     table: per-delta history of the regulator sequence (empty for delta = 0): rows of
         ``{"delta", "value", "error", "evaluations", "seconds"}``.
     """
@@ -117,6 +131,10 @@ class Result:
     info: dict = field(default_factory=dict)
     version: str = __version__
 
+    @property
+    def error_kind(self) -> str:
+        return "estimate" if self.converged else "lower bound"
+
     def __repr__(self) -> str:
         v, e = np.atleast_1d(self.value), np.atleast_1d(self.error)
         if v.size == 1:
@@ -130,7 +148,7 @@ class Result:
     def to_dict(self) -> dict:
         """Everything needed to reproduce the run, as plain JSON types (complex -> [re, im])."""
         d = {k: getattr(self, k) for k in (
-            "value", "error", "converged", "status", "method", "prefactor", "delta",
+            "value", "error", "error_kind", "converged", "status", "method", "prefactor", "delta",
             "evaluations", "seconds", "device", "diagram", "kinematics", "settings", "region",
             "table", "info", "version")}
         return _jsonable(d)
@@ -163,9 +181,17 @@ def _choose_method(settings: Settings, ndim: int, regulated: bool,
 
 
 def _choose_domain(settings: Settings, method: str, diagram: Diagram | None = None) -> str:
+    blowups = diagram is not None and _has_blowups(diagram)    # refuses a cycling decomposition
+    singular = diagram is not None and bool(_verdict(diagram).singular_faces)
+    decompose = blowups or singular
+    if singular and settings.domain not in ("auto", "decomposed"):
+        raise SpecError(
+            f"domain: {settings.domain!r} cannot be used here: the integrand has integrable "
+            "singularities at the boundary (sector exponents between -1 and 0; `loopint show` "
+            "lists them), which only domain 'decomposed' maps away; use domain 'auto'")
     if method == "iterated":
         if settings.domain == "auto":
-            return "decomposed" if diagram is not None and _has_blowups(diagram) else "simplex"
+            return "decomposed" if decompose else "simplex"
         if settings.domain not in ("simplex", "decomposed"):
             raise SpecError("domain: the iterated engine integrates over the simplex or the "
                             f"decomposed sectors: domain {settings.domain!r} is not available "
@@ -174,7 +200,7 @@ def _choose_domain(settings: Settings, method: str, diagram: Diagram | None = No
     if settings.domain == "simplex":
         raise SpecError(f"domain: 'simplex' needs method 'iterated' (got {method!r})")
     if settings.domain == "auto":
-        return "decomposed" if diagram is not None and _has_blowups(diagram) else "sequential"
+        return "decomposed" if decompose else "sequential"
     return settings.domain
 
 
@@ -193,10 +219,86 @@ def _has_blowups(diagram: Diagram) -> bool:
     key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
            tuple(sympy.srepr(v) for v in diagram.variables))
     if key not in _BLOWUPS:
-        from .sectors import decompose_polynomials
-        sectors = decompose_polynomials((diagram.U, diagram.F), diagram.variables)
+        from .sectors import DecompositionError, decompose_polynomials
+        try:
+            sectors = decompose_polynomials((diagram.U, diagram.F), diagram.variables)
+        except DecompositionError as e:
+            raise DiagramError(
+                f"{e}; loopint cannot integrate this diagram at this point (its convergence "
+                "test passed: " + _verdict(diagram).summary().splitlines()[0] + ")",
+                "diagram") from None
         _BLOWUPS[key] = any(sec.blowups for sec in sectors)
     return _BLOWUPS[key]
+
+
+_VERDICTS: dict = {}
+
+
+def _verdict(diagram: Diagram) -> Verdict:
+    """:func:`loopint.divergence.analyze` of the diagram's own supports (the supports at the
+    kinematic point once :func:`_at_point` has dropped the vanishing coefficients), cached by
+    content."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables),
+           tuple(sympy.srepr(v) for v in diagram.powers), sympy.srepr(diagram.dimension))
+    if key not in _VERDICTS:
+        _VERDICTS[key] = analyze(diagram)
+    return _VERDICTS[key]
+
+
+def _support_groups(probe: Integrand, kin: np.ndarray) -> list[tuple]:
+    """The kinematic points grouped by which coefficients of U and F vanish there:
+    ``[(keep_U, keep_F, indices)]`` (boolean masks over the monomials of ``probe``)."""
+    masks = []
+    for label, coef in (("U", probe.U_coefficients(kin)), ("F", probe.F_coefficients(kin))):
+        bad = ~np.all(np.isfinite(coef), axis=1)
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            raise DiagramError(
+                f"{label} has non-finite coefficients at kinematic point {k} "
+                f"({_point_text(probe, kin[k])}): a scalar product or mass divides by zero "
+                "or overflows there", "kinematics")
+        scale = np.max(np.abs(coef), axis=1, keepdims=True)
+        masks.append(np.abs(coef) > ZERO_COEFFICIENT * scale)
+    groups: dict = {}
+    for k in range(kin.shape[0]):
+        groups.setdefault((masks[0][k].tobytes(), masks[1][k].tobytes()), []).append(k)
+    return [(masks[0][idx[0]], masks[1][idx[0]], idx) for idx in groups.values()]
+
+
+def _point_text(probe: Integrand, point: np.ndarray) -> str:
+    return ", ".join(f"{n} = {v:.6g}" for n, v in zip(probe.symbols, point))
+
+
+def _at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np.ndarray,
+              kin: np.ndarray) -> Diagram:
+    """The diagram with the monomials whose coefficients vanish at these points left out (a
+    zero mass or an on-shell leg given as numbers), so that its sector decomposition and
+    power counting see the point's singularities; refused with the divergence's kind if the
+    integral diverges there."""
+    if np.all(keep_U) and np.all(keep_F):
+        reduced = diagram
+    else:
+        polys = []
+        for P, expo, keep in ((diagram.U, probe.U_exponents, keep_U),
+                              (diagram.F, probe.F_exponents, keep_F)):
+            kept = {tuple(int(k) for k in m) for m, ok in zip(expo, keep) if ok}
+            terms = sympy.Poly(P, *diagram.variables).terms()
+            polys.append(sympy.Add(*[c * sympy.Mul(*[x ** k for x, k in zip(diagram.variables, m)])
+                                     for m, c in terms if m in kept]))
+        reduced = dataclasses.replace(diagram, U=polys[0], F=polys[1])
+        if is_scaleless(reduced.U, reduced.F, reduced.variables):
+            raise DiagramError(
+                f"scaleless integral at the kinematic point {_point_text(probe, kin[0])} (the "
+                "Newton polytope of U + F is degenerate there; it vanishes in dimensional "
+                "regularization)", "kinematics")
+    verdict = _verdict(reduced)
+    if not verdict.convergent:
+        where = "" if reduced is diagram else \
+            f" at the kinematic point {_point_text(probe, kin[0])}"
+        raise DiagramError(f"divergent integral{where}: " + divergence_message(verdict),
+                           "dimension")
+    return reduced
 
 
 def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
@@ -219,6 +321,9 @@ def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol
             if scale is not None:
                 kw["scale"] = scale
         return mod.integrate(f, ndim, domain="simplex" if domain == "simplex" else "cube", **kw)
+    # the cube engines' boundary probe is not needed: the sector analysis (compute's
+    # _at_point, loopint.divergence) has proven the lowered integrand bounded at the faces
+    kw["boundary_check"] = False
     if method == "cubature" and regulated and ndim >= 2:
         # signed degree-9 sweeps (cubature module docstring): the terms' errors enter the
         # extrapolation amplified, and the local sums overstate them 10^2-10^4 times
@@ -249,7 +354,7 @@ def _delta_scale(integrand: Integrand, kin: np.ndarray) -> np.ndarray:
 def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = None, *,
             settings: Settings | None = None, progress: Callable[[dict], None] | None = None,
             checkpoint: str | None = None, resume: bool = False, **overrides) -> Result:
-    """Compute a loop integral (DESIGN section 4.4).
+    """Compute a loop integral (the Python API of the README).
 
     Args:
         target: a :class:`~loopint.problem.Problem` (e.g. from :func:`loopint.load`) or a
@@ -258,9 +363,14 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
             integrand over all points).  Required for a Diagram; replaces a Problem's values.
         settings: a :class:`~loopint.problem.Settings`; keyword overrides such as
             ``method="qmc"``, ``rtol=1e-8``, ``delta=0.5``, ``prefactor="none"`` apply on top.
-        progress: called with a dict after each step (used by the CLI); no printing otherwise.
+        progress: called with a dict after each stage (used by the CLI); no printing
+            otherwise: ``{"stage": "direct" | "contour" | "delta", "value", "error",
+            "evaluations", "seconds"}``, a "delta" step also with ``n`` (terms so far) and
+            ``delta`` (the smallest so far).
         checkpoint: file for the partial delta-table (written atomically after each step);
-            ``resume=True`` continues from it.
+            ``resume=True`` continues from it (and extends a finished table when
+            ``delta_terms`` was raised).  A checkpoint of other settings, or a damaged one, is
+            a :class:`~loopint.problem.SpecError` naming the file.
 
     Returns:
         :class:`Result` (value, error, converged, status, table, ...).
@@ -284,6 +394,11 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
 
     probe = _integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)
+    groups = _support_groups(probe, kin)
+    if len(groups) > 1:
+        return _compute_groups(problem, groups, s, progress, t_start)
+    diagram = _at_point(diagram, probe, *groups[0][:2], kin)
+    probe = _integrand(diagram, "simplex", "none", "float64")
     K = kin.shape[0]
     if s.delta == "auto":
         regions = _regions(probe, kin)
@@ -301,7 +416,8 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     evaluations = 0
     table: list = []
     methods = set()
-    deltas_used: Any = 0.0
+    deltas_used: list = []
+    seconds_resumed = 0.0     # wall time of the delta terms a resumed checkpoint already holds
     info: dict = {}
 
     direct = [k for k in range(K) if regions[k].kind != "physical"]
@@ -338,26 +454,54 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
             statuses[k] = out["status"][i]
         evaluations += out["evaluations"]
 
-    if regulated and s.contour == "deform":
-        out = _contour(diagram, s, kin[regulated], prefactor, ndim)
-        methods.add(out["method"])
-        absorb(out)
-        info["regulated"] = {"method": out["method"], "domain": "sectors", "contour": "deform",
-                             "lambda": out["lambda"]}
-        if progress:
-            progress({"stage": "direct", "value": value[regulated], "error": error[regulated],
-                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
-    elif regulated:
-        method, domain, ig = _setup_engine(diagram, s, ndim, regulated=True)
-        methods.add(method)
-        out = _delta_sequence(ig, kin[regulated], s, method, domain, prefactor, progress,
-                              checkpoint, resume, problem, t_start)
-        absorb(out)
-        table = out["table"]
-        deltas_used = out["deltas"]
-        info["regulated"] = {"method": method, "domain": domain, "delta0": out["delta0"],
-                             "extrapolation": out["extrapolation"]}
+    if regulated:
+        how, reason = _physical_methods(diagram, s)
+        info["regulated"] = {"contour": s.contour, "cross_check": s.cross_check}
+        if reason:
+            info["regulated"]["contour_not_used"] = reason
+        kreg = kin[regulated]
+        c_out = d_out = None
+        if "contour" in how:
+            c_out = _contour(diagram, s, kreg, prefactor, ndim)
+            methods.add(c_out["method"])
+            evaluations += c_out["evaluations"]
+            info["regulated"].update(contour_method=c_out["method"], domain_contour="sectors",
+                                     **{"lambda": c_out["lambda"]})
+            if progress:
+                progress({"stage": "contour", "value": c_out["value"], "error": c_out["error"],
+                          "evaluations": evaluations,
+                          "seconds": time.perf_counter() - t_start})
+        # the delta sequence: every point without the contour, the contour's failures under
+        # 'auto', every point for a cross-check
+        if "delta" in how:
+            todo = np.arange(len(regulated))
+            if c_out is not None and not s.cross_check:
+                todo = np.nonzero(~np.asarray(c_out["converged"]))[0]
+            if todo.size:
+                method, domain, ig = _setup_engine(diagram, s, ndim, regulated=True)
+                methods.add(method)
+                d_out = _delta_sequence(ig, kreg[todo], s, method, domain, prefactor, progress,
+                                        checkpoint, resume, problem, t_start)
+                d_out["points"] = todo
+                evaluations += d_out["evaluations"]
+                table = d_out["table"]
+                deltas_used = d_out["deltas"]
+                seconds_resumed = d_out["seconds_resumed"]
+                info["regulated"].update(method=method, domain=domain, delta0=d_out["delta0"],
+                                         extrapolation=d_out["extrapolation"])
+        physical = _combine_physical(c_out, d_out, len(regulated), s)
+        value[regulated] = physical["value"]
+        error[regulated] = physical["error"]
+        point_ok[regulated] = physical["converged"]
+        for i, k in enumerate(regulated):
+            statuses[k] = physical["status"][i]
+        info["regulated"]["point_method"] = physical["method"]
+        if "cross_check" in physical:
+            info["regulated"]["cross_check_result"] = physical["cross_check"]
 
+    if s.cross_check and not regulated:
+        info["cross_check"] = ("nothing to cross-check: no physical point (F has one sign on "
+                               "the simplex, delta = 0 is exact)")
     converged = bool(np.all(point_ok))
     if converged:
         status = "converged"
@@ -365,18 +509,58 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
         bad = sorted({st for st, ok in zip(statuses, point_ok) if not ok})
         status = "; ".join(bad) if not batched else (
             f"{int(np.count_nonzero(~point_ok))} of {K} points not converged: " + "; ".join(bad[:3]))
+    seconds_this_run = time.perf_counter() - t_start
     result = Result(
         value=value if batched else complex(value[0]),
         error=error if batched else complex(error[0]),
         converged=converged, status=status, method="+".join(sorted(methods)),
         prefactor=s.prefactor, delta=deltas_used, evaluations=int(evaluations),
-        seconds=time.perf_counter() - t_start, device=device_name(), diagram=diagram.name,
+        seconds=seconds_this_run + seconds_resumed, device=device_name(), diagram=diagram.name,
         kinematics={k: _jsonable(v) for k, v in problem.kinematics.items()},
         settings=s.to_dict(),
         region=[r.kind for r in regions] if batched else regions[0].kind,
-        table=table, info={**info, "point_converged": point_ok.tolist() if batched else None,
+        table=table, info={**info, "convergence": _verdict(diagram).summary(),
+                           "seconds_this_run": seconds_this_run,
+                           "point_converged": point_ok.tolist() if batched else None,
                            "region_method": [r.method for r in regions][:1 if not batched else K]})
     return result
+
+
+def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_start) -> Result:
+    """A batch whose points differ in which coefficients of U and F vanish (e.g. a scan
+    through a zero mass): each group of points computed on its own, results in order."""
+    K = sum(len(g[2]) for g in groups)
+    value = np.zeros(K, complex)
+    error = np.zeros(K, complex)
+    ok = np.zeros(K, bool)
+    region = [None] * K
+    statuses, methods, parts = [], set(), []
+    evaluations = 0
+    for _, _, idx in groups:
+        kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
+        r = compute(Problem(problem.diagram, kin, s, problem.reference, problem.path),
+                    settings=s, progress=progress)
+        value[idx] = np.atleast_1d(r.value)
+        error[idx] = np.atleast_1d(r.error)
+        ok[idx] = r.info["point_converged"] if np.ndim(r.value) else r.converged
+        for i, k in enumerate(idx):
+            region[k] = r.region[i] if isinstance(r.region, list) else r.region
+        if not r.converged:
+            statuses.append(r.status)
+        methods.update(r.method.split("+"))
+        evaluations += r.evaluations
+        parts.append({"points": list(idx), "method": r.method, "status": r.status,
+                      "info": r.info})
+    converged = bool(np.all(ok))
+    status = "converged" if converged else (
+        f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(statuses[:3]))
+    return Result(value=value, error=error, converged=converged, status=status,
+                  method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
+                  evaluations=int(evaluations), seconds=time.perf_counter() - t_start,
+                  device=device_name(), diagram=problem.diagram.name,
+                  kinematics={k: _jsonable(v) for k, v in problem.kinematics.items()},
+                  settings=s.to_dict(), region=region,
+                  info={"groups": parts, "point_converged": ok.tolist()})
 
 
 _INTEGRANDS: "OrderedDict[tuple, Integrand]" = OrderedDict()
@@ -420,14 +604,22 @@ def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
 
     The second method beside the delta sequence (``contour = "deform"``): see
     :meth:`loopint.lower.Integrand.bind_deformed`.  Primary sectors and a cube engine
-    (``method`` auto: cubature up to 6 dimensions, qmc above).
+    (``method`` auto: cubature up to 4 dimensions, qmc above).
     """
-    method = s.method if s.method != "auto" else ("cubature" if ndim <= 6 else "qmc")
+    # five and more dimensions (two-loop diagrams): randomized lattices; the two-loop ladder
+    # vertex at k^2/m_t^2 = 5 to rtol 1e-5 took 137 s by qmc against 257 s by cubature on a
+    # 2-core CPU, with the same true error (3e-6 against pySecDec)
+    method = s.method if s.method != "auto" else ("cubature" if ndim <= 4 else "qmc")
     if method == "iterated":
         raise SpecError("method: contour deformation integrates over the primary-sector cubes: "
                         "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")
     if s.domain not in ("auto", "sectors"):
         raise SpecError(f"domain: contour deformation uses domain 'sectors', not {s.domain!r}")
+    if _verdict(diagram).singular_faces:
+        raise SpecError("contour: the deformed contour integrates over the primary sectors, "
+                        "where this integrand has integrable singularities at the boundary "
+                        "(sector exponents between -1 and 0, see `loopint show`); use contour "
+                        "'none' (the delta sequence over the decomposed sectors)")
     ig = _integrand(diagram, "sectors", s.transform, s.precision)
     atol = s.atol / max(abs(prefactor), 1e-300)
     P = kin.shape[0]
@@ -440,15 +632,106 @@ def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
         point = kin[i:i + 1]
         lam = (ig.deformation_lambda(point) if s.contour_lambda == "auto"
                else float(s.contour_lambda))
+        for _ in range(CONTOUR_RETRIES + 1):
+            r = _run_engine(method, ig.bind_deformed(point, lam), ndim, s, s.rtol, atol,
+                            "sectors")
+            evaluations += r.evaluations
+            # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
+            # deformation, unless lambda was given
+            if not r.status.startswith(NONFINITE) or s.contour_lambda != "auto":
+                break
+            log.info("contour: sign violation at lambda = %.3g, retrying with %.3g", lam,
+                     lam * CONTOUR_SHRINK)
+            lam *= CONTOUR_SHRINK
         lams.append(lam)
-        r = _run_engine(method, ig.bind_deformed(point, lam), ndim, s, s.rtol, atol, "sectors")
         value[i] = complex(np.asarray(r.value).reshape(-1)[0]) * prefactor
         error[i] = _scale_error(np.asarray(r.error).reshape(-1)[:1], prefactor)[0]
         conv[i] = r.converged
         status.append(r.status)
-        evaluations += r.evaluations
     return {"method": method, "value": value, "error": error, "converged": conv,
             "status": status, "evaluations": evaluations, "lambda": lams}
+
+
+# A contour run whose integrand met a sign violation (NaN) is repeated this many times, each
+# with lambda times CONTOUR_SHRINK, before the point is left to the delta sequence.
+CONTOUR_RETRIES = 2
+CONTOUR_SHRINK = 0.25
+
+# A cross-check fails when the contour and the delta sequence differ by more than this many
+# combined standard errors (their estimates added in quadrature).
+CROSS_CHECK_SIGMAS = 5.0
+
+
+def _physical_methods(diagram: Diagram, s: Settings) -> tuple[tuple, str]:
+    """Which methods the physical points get (``("contour",)``, ``("delta",)`` or both) and,
+    when ``contour = "auto"`` cannot use the contour, why."""
+    if s.contour == "none":
+        return ("delta",), ""
+    if s.contour == "deform":
+        return ("contour",), ""
+    why = ""
+    if s.method == "iterated":
+        why = "method 'iterated' integrates the delta sequence only"
+    elif s.domain not in ("auto", "sectors"):
+        why = f"domain {s.domain!r} is not the primary sectors of the contour"
+    elif s.delta != "auto":
+        why = f"delta0 = {s.delta} given: the delta sequence was asked for"
+    elif _verdict(diagram).singular_faces:
+        why = ("integrable boundary singularities (sector exponents between -1 and 0) are "
+               "subtracted in the decomposed sectors only")
+    if why:
+        if s.cross_check:
+            raise SpecError(f"cross_check: needs both methods, but the contour cannot be used "
+                            f"here: {why}")
+        return ("delta",), why
+    return ("contour", "delta"), ""
+
+
+def _combine_physical(c_out: dict | None, d_out: dict | None, P: int, s: Settings) -> dict:
+    """Per physical point: the contour's result where it converged (or where it is the only
+    method), otherwise the delta sequence's; with ``cross_check`` both, compared."""
+    value = np.zeros(P, complex)
+    error = np.zeros(P, complex)
+    conv = np.zeros(P, bool)
+    status: list = [""] * P
+    method: list = [""] * P
+    d_at = {} if d_out is None else {int(k): i for i, k in enumerate(d_out["points"])}
+    for p in range(P):
+        c_ok = c_out is not None and bool(c_out["converged"][p])
+        if c_out is not None and (c_ok or p not in d_at):
+            value[p], error[p] = c_out["value"][p], c_out["error"][p]
+            conv[p], status[p], method[p] = c_ok, c_out["status"][p], "contour"
+        else:
+            i = d_at[p]
+            value[p], error[p] = d_out["value"][i], d_out["error"][i]
+            conv[p], status[p], method[p] = bool(d_out["converged"][i]), d_out["status"][i], \
+                "delta sequence"
+            if c_out is not None:
+                status[p] = (status[p] if conv[p] else status[p] + "; ") + \
+                    ("" if conv[p] else f"contour: {c_out['status'][p]}")
+                status[p] = status[p].rstrip("; ")
+    out = {"value": value, "error": error, "converged": conv, "status": status,
+           "method": method}
+    if s.cross_check and c_out is not None and d_out is not None:
+        checks = []
+        for p in range(P):
+            i = d_at[p]
+            diff = c_out["value"][p] - d_out["value"][i]
+            sig = np.hypot(np.hypot(c_out["error"][p].real, c_out["error"][p].imag),
+                           np.hypot(d_out["error"][i].real, d_out["error"][i].imag))
+            n = float(abs(diff) / sig) if sig > 0 else (0.0 if diff == 0 else np.inf)
+            checks.append({"contour": c_out["value"][p], "delta_sequence": d_out["value"][i],
+                           "difference": diff, "sigmas": n})
+            if n > CROSS_CHECK_SIGMAS:
+                conv[p] = False
+                status[p] = (f"methods disagree: contour and delta sequence differ by "
+                             f"{n:.3g} combined errors (|difference| {abs(diff):.3g})")
+            elif not (c_out["converged"][p] and d_out["converged"][i]):
+                conv[p] = False
+                status[p] = ("cross-check incomplete: contour " + c_out["status"][p] +
+                             "; delta sequence " + d_out["status"][i])
+        out["cross_check"] = checks
+    return out
 
 
 def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
@@ -462,26 +745,60 @@ def _scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
 
 
 def _fingerprint(problem: Problem, s: Settings, delta0: np.ndarray, method: str) -> str:
+    """What the terms I(delta_j) of a checkpoint depend on.  Not the sequence length
+    (``delta_terms``, ``delta_min_terms``): a resumed run may extend a finished table."""
+    settings = {k: v for k, v in s.to_dict().items() if k not in ("delta_terms", "delta_min_terms")}
     blob = json.dumps({"U": str(problem.diagram.U), "F": str(problem.diagram.F),
-                       "kin": _jsonable(problem.kinematics), "settings": s.to_dict(),
+                       "kin": _jsonable(problem.kinematics), "settings": settings,
                        "delta0": _jsonable(delta0), "method": method}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
-    """Write JSON to ``path`` atomically (temporary file in the same folder, then rename)."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    """Write JSON to ``path`` atomically (:func:`loopint.files.write_atomic`: temporary file
+    in the same folder, synced, then renamed; mode ``0o666 & ~umask``)."""
+    write_text_atomic(path, json.dumps(_jsonable(obj), indent=1), fsync=True)
+
+
+_ROW_KEYS = ("delta", "bare_value", "bare_error", "value", "error", "evaluations", "seconds",
+             "engine_status")
+
+
+def _load_checkpoint(checkpoint: str, fp: str, deltas: np.ndarray, P: int) -> list:
+    """The rows of a checkpoint written by :func:`_delta_sequence` for the same terms
+    (fingerprint ``fp``), at most ``len(deltas)`` of them.  A checkpoint of another problem
+    or settings, or one that cannot be read, is a :class:`SpecError` naming the file."""
+    def bad(why: str) -> SpecError:
+        return SpecError(f"{checkpoint}: {why}; remove it or run without --resume")
+
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(_jsonable(obj), fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open(checkpoint) as fh:
+            saved = json.load(fh)
+    except OSError as e:
+        raise bad(f"cannot read the checkpoint ({e.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise bad(f"not a readable checkpoint (truncated or corrupt JSON: {e})") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("rows"), list) \
+            or "fingerprint" not in saved:
+        raise bad("not a checkpoint of loopint (no fingerprint and rows)")
+    if saved["fingerprint"] != fp:
+        raise bad("the checkpoint belongs to another problem or other settings "
+                  "(diagram, kinematics, rtol, method, ...)")
+    rows = []
+    for i, row in enumerate(saved["rows"][:len(deltas)]):
+        try:
+            if not isinstance(row, dict) or any(k not in row for k in _ROW_KEYS):
+                raise ValueError("missing keys")
+            value, error = _complex_arr(row["bare_value"]), _complex_arr(row["bare_error"])
+            if value.shape != (P,) or error.shape != (P,):
+                raise ValueError("wrong number of kinematic points")
+            if not np.isclose(float(row["delta"]), deltas[i], rtol=1e-12, atol=0):
+                raise ValueError(f"delta {row['delta']} is not delta_{i} = {deltas[i]}")
+            row = {**row, "evaluations": int(row["evaluations"]), "seconds": float(row["seconds"])}
+        except (ValueError, TypeError, IndexError) as e:
+            raise bad(f"row {i} of the checkpoint is damaged ({e})") from None
+        rows.append((row, value, error))
+    return rows
 
 
 def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, domain: str,
@@ -506,21 +823,34 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
     errs: list = []
     rows: list = []
     if resume and checkpoint and os.path.exists(checkpoint):
-        with open(checkpoint) as fh:
-            saved = json.load(fh)
-        if saved.get("fingerprint") != fp:
-            raise ValueError(f"{checkpoint}: checkpoint belongs to another problem or settings; "
-                             "remove it or run without --resume")
-        for row in saved["rows"]:
+        for row, v, e in _load_checkpoint(checkpoint, fp, all_deltas, P):
             rows.append(row)
-            vals.append(_complex_arr(row["bare_value"]))
-            errs.append(_complex_arr(row["bare_error"]))
+            vals.append(v)
+            errs.append(e)
         log.info("resumed %d delta terms from %s", len(rows), checkpoint)
-    evaluations = sum(int(r["evaluations"]) for r in rows)
+    evaluations = sum(r["evaluations"] for r in rows)
+    seconds_resumed = sum(r["seconds"] for r in rows)
     status = ["extrapolation not converged"] * P
-    ext = None
+
+    def extrapolate() -> dict:
+        return _extrapolate(np.array(vals), np.array(errs), s, prefactor, wynn_epsilon,
+                            deltas=np.array([r_["delta"] for r_ in rows]))
+
+    def report(ext: dict) -> None:
+        if progress:
+            progress({"stage": "delta", "n": len(rows), "delta": float(rows[-1]["delta"]),
+                      "value": ext["value"] * prefactor,
+                      "error": _scale_error(ext["error"], prefactor),
+                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
+
     n = len(rows)
-    while n < s.delta_terms:
+    # a resumed table is extrapolated first: it may be complete (all delta_terms computed,
+    # not converged) or already converged, and then no term is added
+    ext = extrapolate() if rows else None
+    if ext is not None:
+        report(ext)
+    while n < s.delta_terms and not (ext is not None and n >= s.delta_min_terms
+                                     and np.all(ext["converged"])):
         step = min(DELTA_STEP, s.delta_terms - n)
         ds = all_deltas[n:n + step]
         if step < DELTA_STEP:   # pad to the fixed width (same compiled kernels), drop afterwards
@@ -547,14 +877,8 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
         n = len(rows)
         if checkpoint:
             write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
-        ext = _extrapolate(np.array(vals), np.array(errs), s, prefactor, wynn_epsilon,
-                           deltas=np.array([r_["delta"] for r_ in rows]))
-        if progress:
-            progress({"stage": "delta", "n": n, "delta": float(ds[-1]),
-                      "value": ext["value"] * prefactor, "error": _scale_error(ext["error"], prefactor),
-                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
-        if n >= s.delta_min_terms and np.all(ext["converged"]):
-            break
+        ext = extrapolate()
+        report(ext)
     bad = [r_["engine_status"] for r_ in rows if not _term_usable(r_["engine_status"], method)]
     engine_ok = not bad
     conv = ext["converged"] & engine_ok
@@ -569,6 +893,7 @@ def _delta_sequence(ig: Integrand, kin: np.ndarray, s: Settings, method: str, do
     return {"value": ext["value"] * prefactor, "error": _scale_error(ext["error"], prefactor),
             "converged": conv, "status": status, "evaluations": evaluations,
             "table": rows, "deltas": [float(r_["delta"]) for r_ in rows], "delta0": d0,
+            "seconds_resumed": seconds_resumed,
             "extrapolation": {"status": list(map(str, ext["status"])),
                               "method": ext["method"], "n_terms": n}}
 

@@ -60,6 +60,32 @@ DOMAINS = ("sequential", "sectors", "decomposed", "simplex")
 _T_MIN = {"float64": 1e-20, "float32": 1e-6}
 
 
+# Singular coordinates of the decomposed domain (sector exponent -1 < e < 0) are clamped at
+# this value instead, per precision: their subtracted integrand is bounded, so the change is
+# O(t_c) relative, and the cancellation between the subtraction terms stays above round-off
+# (its noise is t^e times the unit round-off).
+_T_SUBTRACT = {"float64": 1e-12, "float32": 1e-5}
+
+
+def _subtraction_table(e: np.ndarray) -> dict | None:
+    """Per sector the singular coordinates (-1 < e < 0) as padded slots: ``index[S, k]``,
+    ``valid[S, k]`` and ``exponent[S, k]`` (k = the most of one sector); None if none."""
+    singular = (e < 0) & (e > -1)
+    if not np.any(singular):
+        return None
+    kmax = int(singular.sum(axis=1).max())
+    S = e.shape[0]
+    index = np.zeros((S, kmax), np.int64)
+    valid = np.zeros((S, kmax), bool)
+    expo = np.full((S, kmax), -0.5)
+    for s in range(S):
+        cols = np.nonzero(singular[s])[0]
+        index[s, :len(cols)] = cols
+        valid[s, :len(cols)] = True
+        expo[s, :len(cols)] = e[s, cols]
+    return {"index": index, "valid": valid, "exponent": expo}
+
+
 def _walk(expr, env: dict, cache: dict):
     """Evaluate a sympy expression tree with jax.numpy on the arrays in ``env``."""
     key = expr
@@ -239,9 +265,13 @@ class Integrand:
         self._nu_minus_1 = tuple(sympy.nsimplify(p - 1) for p in diagram.powers)
         self.sectors = None
         if domain == "decomposed":
-            from .sectors import decompose, monomial_maps
-            self.sectors = decompose([self._U.exponents, self._F.exponents])
+            from .sectors import decompose, monomial_maps, sector_exponents
+            supports = [self._U.exponents, self._F.exponents]
+            self.sectors = decompose(supports)
             self._maps = monomial_maps(self.sectors, self.N)
+            e, _, _ = sector_exponents(supports, *self._maps, diagram.powers, self.a, self.b)
+            self.sector_exponents = e.astype(float)
+            self._subtractions = _subtraction_table(self.sector_exponents)
         self.call = jax.jit(self._evaluate)
         self.real_call = jax.jit(partial(self._evaluate, real=True))
 
@@ -264,16 +294,28 @@ class Integrand:
 
     def F_coefficients(self, kin) -> np.ndarray:
         """Coefficients of F's monomials (``F_exponents``) at each kinematic point: [K, T]."""
+        return self._coefficients(self._F, kin)
+
+    def U_coefficients(self, kin) -> np.ndarray:
+        """Coefficients of U's monomials (``U_exponents``) at each kinematic point: [K, T]."""
+        return self._coefficients(self._U, kin)
+
+    def _coefficients(self, code: _PolyCode, kin) -> np.ndarray:
         kin = np.asarray(kin, dtype=np.float64)
         env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
         cache: dict = {}
-        cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64), (kin.shape[0],))
-                for c in self._F.coefficients]
+        with np.errstate(divide="ignore", invalid="ignore"):   # reported by the callers
+            cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64),
+                                    (kin.shape[0],)) for c in code.coefficients]
         return np.stack(cols, axis=1)
 
     @property
     def F_exponents(self) -> np.ndarray:
         return self._F.exponents
+
+    @property
+    def U_exponents(self) -> np.ndarray:
+        return self._U.exponents
 
     def _UF(self, cols, kin, flat: bool = False):
         """U and F at points given as N columns ``[n]`` for kinematic points kin[K, s]: [n, K]
@@ -392,45 +434,95 @@ class Integrand:
     def _decomposed(self, u, kin, delta, real: bool):
         """Sum over the sectors of :mod:`loopint.sectors` at cube points ``u``: one traced
         body scanned over the sectors (the program does not grow with their number), each
-        a monomial map x = t^A with Jacobian t^J.  The powers t_i^e (e <= the largest
+        a monomial map x = t^A with Jacobian t^J.  The powers t_i^k (k <= the largest
         exponent) are formed once per point and picked per sector with selects: exact
-        products, no exp/log."""
+        products, no exp/log.
+
+        Sectors whose integrand behaves as t_i^e G(t) with -1 < e < 0 (integrable
+        singularities: non-integer D or powers, :mod:`loopint.divergence`) are integrated
+        after subtraction at the face, one factor per singular coordinate:
+
+            int_0^1 t^e G(t) dt = int_0^1 [t^e (G(t) - G(0)) + G(0) / (1 + e)] dt,
+
+        whose integrand is bounded (like t^(1+e) at the face).  With f = t^e G the sector
+        integrand as evaluated, the term of a set T of coordinates put on their faces is
+        f(t; t_T = t_c) prod_{i in T} (1/(1 + e_i) - t_i^e_i) t_c^(-e_i); the sum over all
+        subsets T of the sector's singular coordinates is the subtracted integrand.  A map
+        t = v^(1/(1+e)) would also remove t^e, but squeezes the integrand's variation into a
+        layer of width ~1/p at v = 1 (p = 2000 at D = 3.999) that the rules' nodes can miss
+        altogether.  The singular coordinates are clamped at t_c = :data:`_T_SUBTRACT` (the
+        terms cancel exactly below it; the change of the integral is O(t_c) relative)."""
         t, w = self._transform(u)
-        t = jnp.maximum(t, _T_MIN.get(self.precision, 1e-20))
+        tmin = _T_MIN.get(self.precision, 1e-20)
         A, J = self._maps
         emax = int(max(A.max(), J.max(), 1))
         d, n = self.ndim, t.shape[0]
         one = jnp.ones((n,), self.rdtype)
-        powers = []
-        for i in range(d):
-            p = [one, t[:, i]]
-            for _ in range(2, emax + 1):
-                p.append(p[-1] * t[:, i])
-            powers.append(p)
+        sub = self._subtractions
 
-        def pick(i, e):
-            out = powers[i][emax]
-            for k in range(emax - 1, -1, -1):
-                out = jnp.where(e == k, powers[i][k], out)
+        def power_table(t):
+            table = []
+            for i in range(d):
+                p = [one, t[:, i]]
+                for _ in range(2, emax + 1):
+                    p.append(p[-1] * t[:, i])
+                table.append(p)
+            return table
+
+        def prod_over(table, row):
+            out = None
+            for i in range(d):
+                f = table[i][emax]
+                for k in range(emax - 1, -1, -1):
+                    f = jnp.where(row[i] == k, table[i][k], f)
+                out = f if out is None else out * f
             return out
 
-        def prod_over(row):
-            out = pick(0, row[0])
-            for i in range(1, d):
-                out = out * pick(i, row[i])
-            return out
-
-        def sector(total, maps):
-            As, Js = maps
-            cols = [prod_over(As[j]) for j in range(self.N)]
-            jac = prod_over(Js)
+        def evaluate(table, As, Js):
+            cols = [prod_over(table, As[j]) for j in range(self.N)]
+            jac = prod_over(table, Js)
             if w is not None:
                 jac = jac * w
-            return total + self._at(cols, kin, delta, real, jac), None
+            return self._at(cols, kin, delta, real, jac)
+
+        if sub is None:
+            shared = power_table(jnp.maximum(t, tmin))
+
+            def sector(total, maps):
+                As, Js = maps
+                return total + evaluate(shared, As, Js), None
+        else:
+            tc = _T_SUBTRACT.get(self.precision, 1e-12)
+            kmax = sub["index"].shape[1]
+
+            def sector(total, maps):
+                As, Js, idx, valid, e = maps
+                # one-hot [kmax, d]: which coordinate the j-th singular slot of this sector is
+                hot = (idx[:, None] == jnp.arange(d)[None, :]) & valid[:, None]
+                ts = jnp.maximum(t, jnp.where(jnp.any(hot, axis=0), tc, tmin)[None, :])
+                tj = ts[:, idx]                                      # [n, kmax]
+                factor = (1.0 / (1.0 + e))[None, :] - tj ** e[None, :]
+                factor = factor * (tc ** -e)[None, :]
+                for T in range(1 << kmax):
+                    on = [(T >> j) & 1 == 1 for j in range(kmax)]
+                    face = jnp.any(hot & jnp.asarray(on)[:, None], axis=0)      # [d]
+                    term = evaluate(power_table(jnp.where(face[None, :], tc, ts)), As, Js)
+                    weight = one
+                    for j in range(kmax):
+                        if on[j]:
+                            weight = weight * factor[:, j]
+                    used = jnp.all(valid | ~jnp.asarray(on))    # T within this sector's slots
+                    term = term * weight[:, None]
+                    total = total + jnp.where(used, term, 0.0)
+                return total, None
 
         R, K = delta.shape[0], kin.shape[0]
         init = jnp.zeros((n, K * R), self.rdtype if real else self.cdtype)
-        total, _ = jax.lax.scan(sector, init, (jnp.asarray(A, jnp.int32), jnp.asarray(J, jnp.int32)))
+        maps = (jnp.asarray(A, jnp.int32), jnp.asarray(J, jnp.int32))
+        if sub is not None:
+            maps = maps + (jnp.asarray(sub["index"], jnp.int32), jnp.asarray(sub["valid"]),
+                           jnp.asarray(sub["exponent"], self.rdtype))
+        total, _ = jax.lax.scan(sector, init, maps)
         return total
 
     def polynomials(self, x, kin):

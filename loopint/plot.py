@@ -5,10 +5,9 @@ matplotlib with the non-interactive Agg backend; files are written atomically.
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import numpy as np
+
+from .files import write_atomic
 
 
 def _figure():
@@ -22,15 +21,7 @@ def _figure():
 
 
 def _save(fig, path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=folder)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120, format="png")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"), suffix=".png")
 
 
 def plot_result(r, path: str, title: str = "") -> None:
@@ -72,22 +63,34 @@ def _c(x) -> complex:
     return complex(np.atleast_1d(a)[0])
 
 
-def plot_scan(rows: list[dict], name: str, path: str, title: str = "") -> None:
-    """Re and Im of a scan against the first scanned symbol, with error bands."""
+_YLABEL = {"pysecdec": "I  (pySecDec normalization, prefactor included)",
+           "none": "bare parametric integral  (prefactor 'none')"}
+
+
+def plot_scan(rows: list[dict], name: str, path: str, title: str = "",
+              prefactor: str = "pysecdec", fixed: dict | None = None) -> None:
+    """Re and Im of a scan against the first scanned symbol: one dot per point with its error
+    bar, no lines (a line would join the points across a threshold, where the integral is not
+    smooth); points that did not converge are crossed.  The title gives the values of the
+    symbols that were held ``fixed``."""
     plt = _figure()
     x = np.array([r[name] for r in rows])
-    order = np.argsort(x)
+    order = np.argsort(x, kind="stable")
     fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-    for part, c in (("re", "C0"), ("im", "C1")):
+    for part, c, label in (("re", "C0", "Re I"), ("im", "C1", "Im I")):
         y = np.array([r[part] for r in rows])[order]
         e = np.array([r[f"err_{part}"] for r in rows])[order]
-        ax.plot(x[order], y, color=c, label=f"{'Re' if part == 're' else 'Im'} I")
-        ax.fill_between(x[order], y - e, y + e, color=c, alpha=0.3)
-    bad = [r[name] for r in rows if not r["converged"]]
+        ax.errorbar(x[order], y, yerr=e, fmt="o", ms=2.5, color=c, elinewidth=0.8,
+                    capsize=0, label=label)
+    bad = [(r[name], r[part]) for r in rows if not r["converged"] for part in ("re", "im")]
     if bad:
-        ax.plot(bad, np.zeros(len(bad)), "kx", label="not converged")
+        bx, by = zip(*bad)
+        ax.plot(bx, by, "kx", ms=5, label="not converged")
+    ax.axhline(0.0, color="0.7", lw=0.5, zorder=0)
     ax.set_xlabel(name)
-    ax.legend()
-    ax.set_title(title)
+    ax.set_ylabel(_YLABEL.get(prefactor, f"I  (prefactor {prefactor!r})"))
+    ax.legend(fontsize=8)
+    fixed_text = ", ".join(f"{k} = {v:g}" for k, v in (fixed or {}).items())
+    ax.set_title(f"{title}  ({fixed_text})" if fixed_text else title, fontsize=10)
     _save(fig, path)
     plt.close(fig)

@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 
 from .diagram import Diagram, DiagramError, is_scaleless
-from .spec.expr import is_identifier
+from .spec.expr import ExpressionError, is_identifier, parse_expression
 
 METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
 DOMAINS = ("auto", "sequential", "sectors", "decomposed", "simplex")
@@ -47,15 +47,17 @@ class Settings:
         max_evals: integrand evaluations allowed per integral; precision: 'float64' or
         'float32'; domain: simplex parametrization ('auto', 'sequential', 'sectors',
         'decomposed' (sector decomposition, :mod:`loopint.sectors`), 'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;
-        prefactor: 'pysecdec' (DESIGN 4.1) or 'none' (bare integral).
+        prefactor: 'pysecdec' (the normalization in :mod:`loopint.diagram`) or 'none' (bare integral).
     Regulator (DCM, seed 000 section 4.4): delta 'auto' (0 when Euclidean, else the sequence),
         a number delta0 to force the sequence start, or 0 to force delta = 0;
         delta_q: ratio q of delta_j = delta0 q^-j; delta_terms: maximum sequence length;
         delta_min_terms: terms computed before the first extrapolation is trusted.
-        contour: 'none' (the delta sequence) or 'deform': the physical region at delta = 0 on a
-        deformed contour (primary sectors, a cube engine; :meth:`loopint.lower.Integrand.
-        bind_deformed`), a second method beside the DCM; contour_lambda: 'auto' or the
-        deformation strength.
+        contour: how physical points are computed: 'auto' (default: delta = 0 on a deformed
+        contour (primary sectors, a cube engine; :meth:`loopint.lower.Integrand.bind_deformed`),
+        and the delta sequence for the points where the contour does not converge or cannot
+        be used), 'deform' (the contour only) or 'none' (the delta sequence only);
+        contour_lambda: 'auto' or the deformation strength; cross_check: compute physical
+        points by both methods and compare them.
     """
 
     method: str = "auto"
@@ -71,8 +73,9 @@ class Settings:
     delta_q: float = 1.2
     delta_terms: int = 20
     delta_min_terms: int = 6
-    contour: str = "none"
+    contour: str = "auto"
     contour_lambda: Any = "auto"
+    cross_check: bool = False
 
     def updated(self, **kw) -> "Settings":
         """A copy with some fields replaced (validated)."""
@@ -164,8 +167,14 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
                                    positive=True)
     if not 3 <= s["delta_min_terms"] <= s["delta_terms"] <= 60:
         raise _err(path, "delta_terms", "need 3 <= delta_min_terms <= delta_terms <= 60")
-    if s["contour"] not in ("none", "deform"):
-        raise _err(path, "contour", f"must be 'none' or 'deform', got {s['contour']!r}")
+    if s["contour"] not in ("auto", "none", "deform"):
+        raise _err(path, "contour", f"must be 'auto', 'none' or 'deform', got {s['contour']!r}")
+    if not isinstance(s["cross_check"], (bool, np.bool_)):
+        raise _err(path, "cross_check", f"must be true or false, got {s['cross_check']!r}")
+    s["cross_check"] = bool(s["cross_check"])
+    if s["cross_check"] and s["contour"] != "auto":
+        raise _err(path, "cross_check", "runs both methods for the physical region: it needs "
+                   f"contour 'auto', not {s['contour']!r}")
     if s["contour_lambda"] != "auto":
         s["contour_lambda"] = _number(s["contour_lambda"], path, "contour_lambda", positive=True,
                                       allow_zero=False)
@@ -173,8 +182,12 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
 
 
 def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None = None,
-                     allow_arrays: bool = True) -> dict:
-    """Validate kinematic values: every symbol present, finite numbers, masses >= 0."""
+                     allow_arrays: bool = True, sources: Mapping[str, Any] | None = None) -> dict:
+    """Validate kinematic values: every symbol present, finite numbers, masses >= 0, no
+    denominator of U or F zero at any point.
+
+    ``sources`` (key -> expression text, e.g. ``{"diagram.scalar_products.'p1*p2'": "s/(m-1)"}``)
+    lets the error for a zero denominator name the key it comes from."""
     out = {}
     for k, v in kin.items():
         key = f"kinematics.{k}"
@@ -201,6 +214,15 @@ def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None
     sizes = {np.size(v) for v in out.values() if np.ndim(v)}
     if len(sizes) > 1:
         raise _err(where, "kinematics", f"arrays of different lengths {sorted(sizes)}")
+    for name, poly in (("U", diagram.U), ("F", diagram.F)):
+        zero = _zero_denominators(poly, out)
+        if zero:
+            base, point = zero[0]
+            key = next((k for k, text in (sources or {}).items()
+                        if _zero_denominators(_parse_quietly(text, out), out)), None)
+            what = f"{key}: the expression" if key else f"kinematics: {name}"
+            raise SpecError(f"{where + ': ' if where else ''}{what} divides by zero at this "
+                            f"kinematic point: {base} = 0 at {point}")
     if not sizes:
         # a diagram with scales can still be scaleless at one point (massless bubble at p^2 = 0)
         U, F = diagram.substitute({k: out[k] for k in diagram.kinematic_symbols})
@@ -209,6 +231,72 @@ def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None
                        "Newton polytope of U + F is degenerate; it vanishes in dimensional "
                        "regularization): nothing to compute")
     return out
+
+
+def _zero_denominators(expr, values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Denominators of ``expr`` (bases of negative powers, in the kinematic symbols only)
+    that vanish at the kinematic values: ``[(denominator, "s = 1.0, m = 1.0"), ...]``.
+
+    One point: exactly, with the floats as exact rationals (as :meth:`Diagram.substitute`).
+    Arrays: in float64 at every point (a polynomial denominator; others are not checked).
+    """
+    out = []
+    if expr is None:
+        return out
+    for p in expr.atoms(sympy.Pow):
+        base = p.base
+        names = sorted(str(x) for x in base.free_symbols)
+        if not (p.exp.is_negative and names and set(names) <= set(values)):
+            continue
+        syms = sorted(base.free_symbols, key=str)
+        if not any(np.ndim(values[n]) for n in names):
+            exact = {x: sympy.nsimplify(float(values[str(x)]), rational=True) for x in syms}
+            if base.subs(exact) == 0:
+                out.append((str(base), ", ".join(f"{n} = {values[n]}" for n in names)))
+            continue
+        try:
+            poly = sympy.Poly(base, *syms)
+        except sympy.PolynomialError:
+            continue
+        cols = np.broadcast_arrays(*[np.asarray(values[str(x)], float) for x in syms])
+        total = sum(float(c) * np.prod([col ** e for col, e in zip(cols, m)], axis=0)
+                    for m, c in poly.terms())
+        hit = np.flatnonzero(np.asarray(total) == 0)
+        if hit.size:
+            i = int(hit[0])
+            out.append((str(base), ", ".join(f"{n} = {cols[names.index(n)][i]}"
+                                             for n in names) + f" (point {i})"))
+    return out
+
+
+def _parse_quietly(text, values: Mapping[str, Any]):
+    """``text`` parsed over the kinematic symbols (and any other identifiers in it, as
+    symbols: Feynman parameters, momenta), or None where it does not parse."""
+    import re
+    names = set(values) | set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", str(text))) - {"sqrt"}
+    try:
+        return parse_expression(text, sorted(names))
+    except ExpressionError:
+        return None
+
+
+def _expression_sources(t: Mapping[str, Any]) -> dict:
+    """Key -> expression text of the ``[diagram]`` entries that can hold kinematic symbols."""
+    src = {}
+    for k, v in (t.get("scalar_products") or {}).items() if isinstance(
+            t.get("scalar_products"), dict) else ():
+        src[f"diagram.scalar_products.{k!r}"] = v
+    lines = t.get("internal_lines")
+    for i, line in enumerate(lines if isinstance(lines, list) else ()):
+        if isinstance(line, (list, tuple)) and line:
+            src[f"diagram.internal_lines[{i}] mass"] = line[0]
+    props = t.get("propagators")
+    for i, text in enumerate(props if isinstance(props, list) else ()):
+        src[f"diagram.propagators[{i}]"] = text
+    for k in ("U", "F"):
+        if k in t:
+            src[f"diagram.{k}"] = t[k]
+    return src
 
 
 def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None) -> Diagram:
@@ -280,25 +368,25 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
         if not is_identifier(k):
             raise _err(path, f"kinematics.{k}", "not a valid symbol name")
     diagram = diagram_from_table(doc["diagram"], list(kin_raw), path)
-    kin = check_kinematics(diagram, kin_raw, where=path)
+    kin = check_kinematics(diagram, kin_raw, where=path, sources=_expression_sources(doc["diagram"]))
     settings_d = dict(doc.get("integration", {}))
     reg = doc.get("regulator", {})
     for k, v in reg.items():
         mapped = {"delta": "delta", "q": "delta_q", "terms": "delta_terms",
                   "min_terms": "delta_min_terms", "contour": "contour",
-                  "lambda": "contour_lambda"}.get(k)
+                  "lambda": "contour_lambda", "cross_check": "cross_check"}.get(k)
         if mapped is None:
-            raise _err(path, f"regulator.{k}",
-                       "unknown key (known: delta, q, terms, min_terms, contour, lambda)")
+            raise _err(path, f"regulator.{k}", "unknown key (known: delta, q, terms, min_terms, "
+                       "contour, lambda, cross_check)")
         settings_d[mapped] = v
     for k in settings_d:
-        if k.startswith(("delta", "contour")) and k in doc.get("integration", {}):
+        if k.startswith(("delta", "contour", "cross")) and k in doc.get("integration", {}):
             raise _err(path, f"integration.{k}", "regulator settings belong in [regulator]")
     try:
         settings = validate_settings(settings_d, None)
     except SpecError as e:
         key = str(e).split(":")[0]
-        table = "regulator" if key.startswith(("delta", "contour")) else "integration"
+        table = "regulator" if key.startswith(("delta", "contour", "cross")) else "integration"
         inverse = {"delta_q": "q", "delta_terms": "terms", "delta_min_terms": "min_terms",
                    "contour_lambda": "lambda"}
         if table == "regulator":
@@ -336,7 +424,7 @@ MAX_FILE_BYTES = 1_000_000
 
 
 def load(path: str | Path) -> Problem:
-    """Read and validate a diagram file (DESIGN section 4.2)."""
+    """Read and validate a diagram file (the format: README, 'A diagram file')."""
     p = Path(path)
     try:
         raw = p.read_bytes()

@@ -49,6 +49,11 @@ MAX_SECTORS = 4096
 MAX_DEPTH = 32
 
 
+class DecompositionError(ValueError):
+    """The iterated decomposition did not finish (too many sectors, or Heinrich's strategy
+    cycles: it is not guaranteed to terminate)."""
+
+
 @dataclass(frozen=True)
 class Sector:
     """One sector: primary index ``primary`` (x_primary = 1) and the blow-ups applied in
@@ -91,7 +96,7 @@ def decompose(supports: Sequence[np.ndarray], *, max_sectors: int = MAX_SECTORS)
     """Sectors in which every polynomial of ``supports`` (exponent arrays ``[T, N]`` over the
     N Feynman parameters) is a monomial times a polynomial with a constant term.
 
-    Primary sectors first (one per parameter), then iterated blow-ups.  Raises ValueError if
+    Primary sectors first (one per parameter), then iterated blow-ups.  Raises DecompositionError if
     the decomposition does not finish within ``max_sectors`` sectors or ``MAX_DEPTH``
     blow-ups (Heinrich's strategy can cycle for some polynomials; none of the diagrams
     here does).
@@ -108,11 +113,13 @@ def decompose(supports: Sequence[np.ndarray], *, max_sectors: int = MAX_SECTORS)
             if todo is None:
                 out.append(Sector(l, blowups))
                 if len(out) > max_sectors:
-                    raise ValueError(f"sector decomposition: more than {max_sectors} sectors")
+                    raise DecompositionError(
+                        f"sector decomposition: more than {max_sectors} sectors")
                 continue
             if len(blowups) >= MAX_DEPTH:
-                raise ValueError(f"sector decomposition: no resolution within {MAX_DEPTH} "
-                                 "blow-ups (the strategy cycles for these polynomials)")
+                raise DecompositionError(
+                    f"sector decomposition: no resolution within {MAX_DEPTH} blow-ups (the "
+                    "iterated strategy cycles for these polynomials)")
             S = _smallest_cover(todo)
             for k in reversed(S):       # popped in order k = S[0], S[1], ...
                 stack.append((blowups + ((k, S),), [_blowup(E, k, S) for E in Es]))
@@ -150,3 +157,40 @@ def monomial_maps(sectors: Sequence[Sector], N: int) -> tuple[np.ndarray, np.nda
         A[s] = np.insert(rows, sec.primary, 0, axis=0)
         J[s] = jac
     return A, J
+
+
+def sector_exponents(supports: Sequence[np.ndarray], A: np.ndarray, J: np.ndarray,
+                     powers: Sequence, a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Power counting in every sector: the exponents of the integrand's monomial factor.
+
+    In sector s (x = t^A[s], Jacobian t^J[s]) the integrand prod_j x_j^(nu_j - 1) U^a / F^b
+    becomes prod_i t_i^e[s, i] times a function that is regular at t = 0 and, for Euclidean
+    kinematics (all coefficients of F of one sign), bounded away from zero on the whole cube
+    (U and F are monomials times polynomials with a constant term there, :func:`decompose`):
+
+        e[s, i] = sum_j (nu_j - 1) A[s, j, i] + J[s, i] + a u[s, i] - b f[s, i],
+
+    with u[s, i] and f[s, i] the orders of vanishing of U and F in t_i (the smallest exponent
+    of t_i over their monomials).  The sector integral converges if and only if every
+    e[s, i] > -1 (Binoth & Heinrich, Nucl. Phys. B 585 (2000) 741, section 3).
+
+    ``supports`` are the exponent arrays ``[T, N]`` of U and F (in that order) with the
+    monomials whose coefficients vanish left out; ``powers`` (nu_j), ``a`` and ``b`` are exact
+    numbers (sympy or fractions).  Returns ``(e, u, f)`` as object arrays of
+    :class:`fractions.Fraction` (``e``) and integer arrays (``u``, ``f``), each ``[S, N-1]``.
+    """
+    from fractions import Fraction
+
+    EU, EF = (np.asarray(E, dtype=np.int64) for E in supports)
+    # orders of vanishing: the exponent of t_i of every monomial is (m @ A[s])_i
+    u = np.min(np.einsum("tj,sji->sti", EU, A), axis=1)
+    f = np.min(np.einsum("tj,sji->sti", EF, A), axis=1)
+    nu1 = [Fraction(str(p - 1)) for p in powers]
+    fa, fb = Fraction(str(a)), Fraction(str(b))
+    S, n = J.shape
+    e = np.empty((S, n), dtype=object)
+    for s in range(S):
+        for i in range(n):
+            e[s, i] = (sum((c * int(A[s, j, i]) for j, c in enumerate(nu1)), Fraction(0))
+                       + int(J[s, i]) + fa * int(u[s, i]) - fb * int(f[s, i]))
+    return e, u, f

@@ -1,7 +1,7 @@
 """Standard test integrands over the unit cube with known integrals.
 
 f1-f8 are the suite of seed 001 (PAGANI, SC'21) section 4.1, from Genz's families; the
-reference values are those of ``../shared/REFERENCES.md`` (computed in closed form).
+reference values are their closed forms, evaluated below with mpmath at 30 digits.
 ``table51`` is the 6-D two-loop integrand of seed 000, appendix C, written exactly as the
 seed's hand-written CUDA function (sequential simplex->cube map included).
 
@@ -174,8 +174,9 @@ def _f7_exact(d: int) -> float:
 
 @mpmath.workdps(30)
 def genz_suite() -> list[TestCase]:
-    """The f1-f7 cases of REFERENCES.md (seed 001 section 4.1) at the listed dimensions."""
-    src = "closed form (REFERENCES.md; seed 001 section 4.1)"
+    """The f1-f7 cases of seed 001 (Sakiotis et al., PAGANI, SC'21) section 4.1 at the listed
+    dimensions."""
+    src = "closed form, mpmath at 30 digits (Genz family; PAGANI, SC'21, section 4.1)"
     return [
         TestCase("f1_8d", f1, 8, _f1_exact(8), src, sign_changing=True),
         TestCase("f2_6d", f2, 6, float((100 * mpmath.atan(25)) ** 6), src),
@@ -192,8 +193,8 @@ def genz_suite() -> list[TestCase]:
 
 
 TABLE51_REFERENCE = 8.5351398153893e-2
-"""Seed 000 Table 5.1 integral (bare); REFERENCES.md: tensor Gauss-Legendre after Sidi sin^2,
-orders 40-64 per axis agree to 1e-14."""
+"""Seed 000 (R. Assaf, MSc thesis, Western Michigan University 2014) Table 5.1 integral (bare):
+tensor Gauss-Legendre in 6-D after Sidi's sin^2 map, orders 40-64 per axis agree to 1e-14."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -265,18 +266,18 @@ def tetrahedron_tetrahedron(x):
 def geometry_suite() -> list[TestCase]:
     """The tetrahedron-picking integrals of seed 000 chapter 3 with their exact values.
 
-    Exact values (REFERENCES.md): ``4 pi / 105`` (Heinrich et al. 1998, seed 000 eq. 3.2);
+    Exact values: ``4 pi / 105`` (Heinrich et al. 1998, seed 000 eq. 3.2);
     ``3977/216000 - pi^2/2160`` (cube; the seed prints 21600, a typo); ``13/720 - pi^2/15015``
     (Buchta & Reitzner 2001).
     """
     pi = mpmath.pi
     return [
         TestCase("sphere_tetrahedron_5d", sphere_tetrahedron, 5, float(4 * pi / 105),
-                 "closed form 4 pi/105 (seed 000 ch. 3; REFERENCES.md)"),
+                 "closed form 4 pi/105 (Heinrich et al. 1998; seed 000 ch. 3)"),
         TestCase("cube_tetrahedron_12d", cube_tetrahedron, 12,
                  float(mpmath.mpf(3977) / 216000 - pi**2 / 2160),
-                 "closed form 3977/216000 - pi^2/2160 (REFERENCES.md; seed prints 21600)"),
+                 "closed form 3977/216000 - pi^2/2160 (seed 000 ch. 3 prints 21600, a typo)"),
         TestCase("tetrahedron_tetrahedron_12d", tetrahedron_tetrahedron, 12,
                  float(mpmath.mpf(13) / 720 - pi**2 / 15015),
-                 "closed form 13/720 - pi^2/15015 (seed 000 appendix B; REFERENCES.md)"),
+                 "closed form 13/720 - pi^2/15015 (Buchta & Reitzner 2001; seed 000 appendix B)"),
     ]

@@ -47,7 +47,7 @@ def test_below_threshold_delta_zero(triangle, s):
     r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-10)
     exact = c0_exact(s)
     assert r.converged and r.status == "converged"
-    assert r.delta == 0 and r.table == []
+    assert r.delta == [] and r.table == []
     assert abs(r.value - exact) <= 1e-9 * abs(exact)
     # honest: true error within the reported one (times 3 for safety)
     assert abs(r.value - exact) <= 3 * abs(r.error) + 1e-15
@@ -55,9 +55,9 @@ def test_below_threshold_delta_zero(triangle, s):
 
 def test_above_threshold_delta_sequence(triangle):
     exact = c0_exact(10.0)
-    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6)
+    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, contour="none")
     assert r.converged, r.status
-    assert r.table, "a physical point must use the delta-sequence"
+    assert r.table, "contour = 'none': a physical point must use the delta-sequence"
     assert abs(r.value.real - exact.real) <= 1e-6 * abs(exact)
     assert abs(r.value.imag - exact.imag) <= 1e-6 * abs(exact)
     assert abs(r.value.real - exact.real) <= 3 * abs(r.error.real) + 1e-12
@@ -74,7 +74,7 @@ def test_delta_sequence_errors_are_honest(triangle, s, converges):
     integrand far above threshold (50 m²), it meets 1e-6 with the rational fit.  The error
     bounds the true one throughout (measured: at most 0.3 of it)."""
     exact = c0_exact(s)
-    r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-6)
+    r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-6, contour="none")
     assert r.converged == converges, r.status
     assert abs(r.value.real - exact.real) <= 3 * abs(r.error.real) + 1e-14
     assert abs(r.value.imag - exact.imag) <= 3 * abs(r.error.imag) + 1e-14
@@ -122,7 +122,7 @@ def test_repeated_calls_reuse_the_lowered_integrand(triangle):
     import jax
 
     kin = {"s": 10.0, "m": 1.0}
-    compute(triangle, kin, rtol=1e-4)
+    compute(triangle, kin, rtol=1e-4, contour="none")
     lowered = []
 
     def listener(event, duration, **_):
@@ -132,7 +132,7 @@ def test_repeated_calls_reuse_the_lowered_integrand(triangle):
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         again = loopint.Diagram.from_graph(**TRIANGLE)
-        r = compute(again, kin, rtol=1e-4)
+        r = compute(again, kin, rtol=1e-4, contour="none")
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert r.converged and abs(r.value - c0_exact(10.0)) <= 1e-4 * abs(c0_exact(10.0))
@@ -159,14 +159,14 @@ def test_prefactor_none_is_bare(triangle):
 
 
 def test_not_converged_is_reported(triangle):
-    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, max_evals=200)
+    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, max_evals=200, contour="none")
     assert not r.converged
     assert r.status != "converged"
 
 
 def test_resume_equals_uninterrupted(triangle, tmp_path):
     kin = {"s": 10.0, "m": 1.0}
-    kw = dict(rtol=1e-5)
+    kw = dict(rtol=1e-5, contour="none")
     full = compute(triangle, kin, **kw)
     ck = tmp_path / "run.json.partial"
 
@@ -191,7 +191,8 @@ def test_resume_refuses_other_problem(triangle, tmp_path):
     ck = tmp_path / "c.partial"
     ck.write_text(json.dumps({"fingerprint": "0" * 16, "rows": []}))
     with pytest.raises(ValueError, match="checkpoint"):
-        compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-4, checkpoint=str(ck), resume=True)
+        compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-4, checkpoint=str(ck), resume=True,
+                contour="none")
 
 
 def test_rational_windows_leave_out_a_noisy_smallest_delta():
@@ -216,3 +217,84 @@ def test_which_delta_terms_may_enter_the_extrapolation():
     assert _term_usable("max_evals: stopped after 1e9 evaluations", "cubature")
     assert not _term_usable("memory_limit: level 3 full", "iterated")
     assert not _term_usable("nonfinite: integrand returned NaN/inf at 3 points", "cubature")
+
+
+# ------------------------------------------------------------------ physical points by default
+@pytest.mark.parametrize("s", [10.0, 4.5, 4.01, 4.0001, 50.0])
+def test_physical_points_default_to_the_deformed_contour(triangle, s):
+    """contour = "auto": the deformed contour, close to threshold too, with an honest error."""
+    exact = c0_exact(s)
+    r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-6)
+    assert r.converged, r.status
+    assert r.info["regulated"]["point_method"] == ["contour"]
+    assert r.delta == [] and r.region == "physical"
+    assert abs(r.value - exact) <= 1e-6 * abs(exact)
+    assert abs(r.value.real - exact.real) <= 3 * abs(r.error.real) + 1e-15
+    assert abs(r.value.imag - exact.imag) <= 3 * abs(r.error.imag) + 1e-15
+
+
+def test_a_failed_contour_falls_back_to_the_delta_sequence(triangle):
+    """A deformation far too strong (lambda given, so not shrunk) leaves Im V(z) > 0 at many
+    points: the contour's run is not converged and the point goes to the delta sequence."""
+    exact = c0_exact(10.0)
+    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, contour_lambda=50.0)
+    assert r.info["regulated"]["point_method"] == ["delta sequence"]
+    assert r.converged, r.status
+    assert r.table and abs(r.value - exact) <= 1e-6 * abs(exact)
+    only = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, contour="deform",
+                   contour_lambda=50.0)
+    assert not only.converged and only.status.startswith("nonfinite")
+
+
+def test_same_path_in_two_unit_systems(triangle):
+    """C0 has mass dimension -2: at m = 150 and s = 10 m^2 the value is 150^-2 times that at
+    m = 1; the contour takes the same path (lambda is relative to the scale of F/U) and the
+    same evaluations."""
+    a = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6)
+    b = compute(triangle, {"s": 10.0 * 150.0**2, "m": 150.0}, rtol=1e-6)
+    assert a.converged and b.converged
+    assert abs(b.value * 150.0**2 - a.value) <= 1e-9 * abs(a.value)
+    assert abs(b.evaluations - a.evaluations) <= 0.1 * a.evaluations
+    assert abs(abs(b.error) * 150.0**2 - abs(a.error)) <= 0.1 * abs(a.error)
+
+
+def test_cross_check_runs_both_methods(triangle):
+    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, cross_check=True)
+    assert r.converged, r.status
+    (check,) = r.info["regulated"]["cross_check_result"]
+    assert check["sigmas"] < 5 and r.table
+    exact = c0_exact(10.0)
+    assert abs(check["contour"] - exact) <= 1e-6 * abs(exact)
+    assert abs(check["delta_sequence"] - exact) <= 1e-6 * abs(exact)
+
+
+def test_methods_that_disagree_are_never_converged():
+    from loopint.compute import _combine_physical
+    from loopint.problem import Settings
+    c = {"value": np.array([1.0 + 1.0j]), "error": np.array([1e-8 + 1e-8j]),
+         "converged": np.array([True]), "status": ["converged"]}
+    d = {"value": np.array([1.0 + 1.001j]), "error": np.array([1e-8 + 1e-8j]),
+         "converged": np.array([True]), "status": ["converged"], "points": np.array([0])}
+    out = _combine_physical(c, d, 1, Settings(cross_check=True))
+    assert not out["converged"][0] and out["status"][0].startswith("methods disagree")
+    agree = dict(d, value=np.array([1.0 + 1.0j + 2e-8]))
+    out = _combine_physical(c, agree, 1, Settings(cross_check=True))
+    assert out["converged"][0] and out["cross_check"][0]["sigmas"] < 5
+
+
+def test_cross_check_of_a_euclidean_point_says_there_is_nothing_to_compare(triangle):
+    r = compute(triangle, {"s": 1.0, "m": 1.0}, rtol=1e-6, cross_check=True)
+    assert r.converged and "nothing to cross-check" in r.info["cross_check"]
+
+
+@pytest.mark.parametrize("kw, key", [
+    (dict(contour="sometimes"), "contour"),
+    (dict(cross_check="yes"), "cross_check"),
+    (dict(cross_check=True, contour="none"), "cross_check"),
+    (dict(contour_lambda=-1.0), "contour_lambda"),
+    (dict(contour_lambda=0.0), "contour_lambda"),
+])
+def test_bad_physical_settings_name_the_key(triangle, kw, key):
+    from loopint.problem import SpecError
+    with pytest.raises(SpecError, match=key):
+        compute(triangle, {"s": 10.0, "m": 1.0}, **kw)

@@ -228,3 +228,13 @@ def test_global_estimate_validation():
     with pytest.raises(ValueError, match="genz_malik"):
         cubature.integrate_box(f3, np.zeros(3), np.ones(3), rule="dcuhre9",
                                error_estimate="global")
+
+
+@pytest.mark.parametrize("f", [lambda x: np.cos(x.sum(1)),                  # NumPy, not jnp
+                               lambda x: jnp.cos(x[:, 0]) if float(x[0, 0]) > 0 else x[:, 0]],
+                         ids=["numpy", "python-branch"])
+def test_untraceable_integrand_is_a_clear_type_error(f):
+    """An integrand JAX cannot trace fails at once with a TypeError that says how to write
+    it, not with a TracerArrayConversionError from deep inside the engine."""
+    with pytest.raises(TypeError, match=r"jax\.numpy.*jnp\.cos\(x\.sum\(1\)\)"):
+        loopint.integrate(f, ndim=4, method="cubature")

@@ -287,3 +287,19 @@ def test_file_level_errors(tmp_path):
     refused(tmp_path, TRIANGLE + "\nstray = 1\n".replace("stray", "[kinematics2]\nstray"),
             "kinematics2", "unknown table")
     refused(tmp_path, "title = 'x'\n" + TRIANGLE, "title", "unknown table or key")
+
+
+def test_a_zero_denominator_is_named_not_left_as_a_free_symbol(tmp_path):
+    """A scalar product s/(m**2 - 1/100) at m = 0.1 divides by zero (exactly: the floats are
+    taken as the rationals they print as); in a file the key is named, through the Python
+    API (one point or a scan) the denominator and the point."""
+    refused(tmp_path, TRIANGLE.replace('"s/2"', '"s/(m**2 - 1/100)"').replace("m = 1.0", "m = 0.1"),
+            "diagram.scalar_products.'p1*p2'", "divides by zero at this kinematic point")
+    d = Diagram.from_graph([["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
+                           [["p1", 1], ["p2", 2], ["p3", 3]],
+                           {"p1*p1": "0", "p2*p2": "0", "p1*p2": "s/(m - 1)"})
+    with pytest.raises(SpecError, match=r"^kinematics: F divides by zero .*m - 1 = 0 at m = 1"):
+        check_kinematics(d, {"s": 1.0, "m": 1.0})
+    with pytest.raises(SpecError, match=r"m - 1 = 0 at m = 1.0 \(point 2\)"):
+        check_kinematics(d, {"s": 1.0, "m": np.array([0.0, 0.5, 1.0, 2.0])})
+    assert check_kinematics(d, {"s": 1.0, "m": np.array([0.0, 2.0])})["m"].shape == (2,)

@@ -1,4 +1,4 @@
-"""``loopint bench``: the benchmark table (DESIGN section 6).
+"""``loopint bench``: the benchmark table (README, 'Performance').
 
 Suites: ``seeds`` (the seeds' own problems: pentagon, ladder vertex, Table 5.1, stochastic
 geometry) and ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside).

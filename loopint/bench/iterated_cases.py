@@ -1,6 +1,6 @@
 """Benchmark cases of the iterated Gauss–Kronrod engine (seed 000 chapter 4).
 
-* the Genz cases of dimension <= 5 (seed 001 §4.1, REFERENCES.md) to ``rtol = 1e-8``:
+* the Genz cases of dimension <= 5 (seed 001 §4.1: Sakiotis et al., PAGANI, SC'21) to ``rtol = 1e-8``:
   f3_3d, f3_5d, f4_5d (narrow peak), f5_5d (kinks at 1/2: two initial intervals);
 * a regulated one-loop integrand: C0(0, 0, s; m, m, m) at s = 10 m², the Feynman-parameter
   integral over the 2-simplex with ``F - iδU`` for 15 values ``δ_j = 0.1·1.2^-j`` at once (a

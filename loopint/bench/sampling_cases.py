@@ -1,6 +1,6 @@
 """Benchmark rows for the sampling engines: Monte Carlo (``mc``) and lattice QMC (``qmc``).
 
-Cases (DESIGN section 6; seed 000 chapter 3 and appendix C):
+Cases (seed 000 chapter 3 and appendix C):
 
 - ``table51`` (seed 000 Table 5.1, 6-D two-loop integrand, reference 8.5351398153893e-2):
   MC at N = 4e10 evaluations (the seed's largest useful N; quick: 1e7) in float64 and in

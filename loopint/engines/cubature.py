@@ -106,6 +106,7 @@ def default_max_regions(device=None) -> int:
     return int(min(max(2**k, CPU_MAX_REGIONS), ACCELERATOR_MAX_REGIONS))
 
 
+@base.checks_boundary
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
                   max_evals: int = 10**8, max_regions: int | None = None,
                   precision: str = "float64", share: float = 0.5, min_split: int = 64,

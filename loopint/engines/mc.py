@@ -435,6 +435,7 @@ def _estimate(state, vol: float):
     return vol * mean, vol * np.sqrt(var / n)
 
 
+@base.checks_boundary
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float = 0.0,
                   max_evals: int = 10**9, seed: int = 0, n_start: int = 2**20, growth: float = 4,
                   chunk_size: int = 2**22, antithetic: bool = True, rng: str = "philox",

@@ -63,6 +63,7 @@ METHOD = "pagani"
 BUDGET_FRACTIONS = (0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)   # seed 001 §3.5.3
 
 
+@base.checks_boundary
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
                   max_evals: int = 10**8, max_regions: int | None = None,
                   precision: str = "float64", relerr_filtering: bool = True,

@@ -139,6 +139,7 @@ def _make_runner(f: Callable, ndim: int, precision: str, period: str, q: int, c:
     return norm, run
 
 
+@base.checks_boundary
 def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
                   max_evals: int = 10**10, seed: int = 0, n_shifts: int = 8,
                   periodize: str = "korobov3", lattice: str = "cbc", n_start: int = 2**10,

@@ -1,0 +1,312 @@
+"""The command line's rough edges of issue 31: resume, output paths, the summary, JSON field
+types, zero denominators at a kinematic point, progress on stderr, references.
+
+Most cases call ``loopint.cli.main`` in-process (the compiled kernels are shared, so the small
+triangle runs take a second or two each); the progress display runs as real subprocesses with
+stderr piped, as a batch job sees it.  All runs use the one-loop triangle at loose tolerances.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopint.cli import _Progress, main
+
+ROOT = Path(__file__).resolve().parents[1]
+DIAGRAMS = ROOT / "diagrams"
+BELOW = DIAGRAMS / "triangle_below_threshold.toml"
+ABOVE = DIAGRAMS / "triangle_above_threshold.toml"
+
+TRIANGLE = '''
+[diagram]
+name = "tri"
+internal_lines = [["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]]
+external_lines = [["p1", 1], ["p2", 2], ["p3", 3]]
+[diagram.scalar_products]
+"p1*p1" = "0"
+"p2*p2" = "0"
+"p1*p2" = "s/2"
+[kinematics]
+s = 10.0
+m = 1.0
+'''
+
+
+def run_main(capsys, *argv):
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as e:
+        rc = e.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(err: str) -> bool:
+    return err.startswith("loopint: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------- --resume
+@pytest.fixture
+def short_sequence(tmp_path):
+    """A physical triangle whose delta sequence stops after 4 terms, unconverged at 1e-12."""
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE + "[regulator]\nterms = 4\nmin_terms = 3\ncontour = \"none\"\n")
+    return f
+
+
+def test_resume_of_a_finished_unconverged_run(short_sequence, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    partial = Path(f"{out}.partial")
+    args = ["compute", short_sequence, "--rtol", "1e-12", "--json", out, "--quiet"]
+    rc, _, err = run_main(capsys, *args)
+    assert rc == 1, err
+    first = json.loads(out.read_text())
+    assert len(first["delta"]) == 4 and partial.exists()
+
+    # all delta_terms already computed: the saved table is extrapolated, nothing is added
+    rc, stdout, err = run_main(capsys, *args, "--resume")
+    assert rc == 1 and "Traceback" not in err, err
+    again = json.loads(out.read_text())
+    assert again["delta"] == first["delta"] and again["value"] == first["value"]
+    assert again["evaluations"] == first["evaluations"]
+    assert again["seconds"] >= sum(row["seconds"] for row in again["table"])
+    assert again["info"]["seconds_this_run"] < again["seconds"]
+    assert "4 terms" in stdout
+
+    # more delta terms: the table is extended, evaluations and seconds stay cumulative
+    short_sequence.write_text(short_sequence.read_text().replace("terms = 4", "terms = 8"))
+    rc, _, err = run_main(capsys, *args, "--resume")
+    assert rc in (0, 1), err
+    longer = json.loads(out.read_text())
+    assert longer["delta"][:4] == first["delta"] and len(longer["delta"]) == 8
+    assert [r["value"] for r in longer["table"][:4]] == [r["value"] for r in first["table"]]
+    assert longer["evaluations"] == sum(row["evaluations"] for row in longer["table"])
+    assert longer["evaluations"] > first["evaluations"]
+    assert longer["seconds"] == pytest.approx(
+        longer["info"]["seconds_this_run"] + sum(r["seconds"] for r in first["table"]))
+
+
+def _checkpoint(short_sequence, tmp_path, capsys) -> tuple[Path, Path]:
+    out = tmp_path / "r.json"
+    rc, _, err = run_main(capsys, "compute", short_sequence, "--rtol", "1e-12", "--json", out,
+                          "--quiet")
+    assert rc == 1, err
+    return out, Path(f"{out}.partial")
+
+
+def test_resume_refuses_bad_checkpoints_in_one_line(short_sequence, tmp_path, capsys):
+    out, partial = _checkpoint(short_sequence, tmp_path, capsys)
+    good = partial.read_text()
+    resume = ["compute", short_sequence, "--json", out, "--quiet", "--resume"]
+
+    # another problem or settings (here another --rtol)
+    rc, stdout, err = run_main(capsys, *resume, "--rtol", "1e-11")
+    assert rc == 2 and stdout == "" and one_line_error(err), err
+    assert str(partial) in err and "another problem or other settings" in err
+
+    saved = json.loads(good)
+    del saved["rows"][1]["bare_value"]
+    damaged = {"truncated": good[: len(good) // 2], "not JSON": "\x00\x01garbage",
+               "a list": "[]", "a key missing": json.dumps(saved)}
+    for case, text in damaged.items():
+        partial.write_text(text)
+        rc, stdout, err = run_main(capsys, *resume, "--rtol", "1e-12")
+        assert rc == 2 and stdout == "" and one_line_error(err), (case, err)
+        assert str(partial) in err and "remove it or run without --resume" in err, (case, err)
+    assert "row 1" in err
+
+
+# ------------------------------------------------------------------------------- output paths
+def test_unwritable_output_paths_are_refused_before_computing(tmp_path, capsys, monkeypatch):
+    cases = [
+        (["compute", ABOVE, "--json", tmp_path], "--json", "is a folder"),
+        (["compute", ABOVE, "--plot", tmp_path / "no" / "r.png"], "--plot", "folder does not exist"),
+        (["scan", BELOW, "--param", "s=1:2:3", "--csv", tmp_path], "--csv", "is a folder"),
+        (["scan", BELOW, "--param", "s=1:2:3", "--json", tmp_path / "no" / "r.json"], "--json",
+         "folder does not exist"),
+        (["compute", ABOVE, "--json", "/dev/null"], "--json", "not a regular file"),
+    ]
+    import importlib
+    compute_module = importlib.import_module("loopint.compute")   # loopint.compute: the function
+    monkeypatch.setattr(compute_module, "compute", lambda *a, **k: pytest.fail("computed"))
+    for argv, option, why in cases:
+        rc, stdout, err = run_main(capsys, *argv)
+        assert rc == 2 and stdout == "" and one_line_error(err), (argv, err)
+        assert option in err and why in err, (argv, err)
+    # a folder the user cannot write to (as root every folder is writable: ask os.access)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw:
+                        False if Path(p) == locked else real_access(p, mode, **kw))
+    rc, _, err = run_main(capsys, "compute", ABOVE, "--plot", locked / "r.png")
+    assert rc == 2 and "--plot" in err and "not writable" in err and one_line_error(err), err
+    assert list(tmp_path.iterdir()) == [locked] and not any(locked.iterdir())
+
+
+# ------------------------------------------------------------------------------- summary, JSON
+def test_summary_and_json_say_how_the_point_was_computed(tmp_path, capsys):
+    """Euclidean point: delta = 0; physical point: the delta sequence or the deformed contour.
+    JSON ``delta`` is always a list (empty without a regulator sequence)."""
+    runs = {"euclidean": ["compute", BELOW],
+            "sequence": ["compute", ABOVE, "--contour", "none"],
+            "contour": ["compute", ABOVE, "--contour", "deform", "--max-evals", "1e6"]}
+    lines, data = {}, {}
+    for name, argv in runs.items():
+        out = tmp_path / f"{name}.json"
+        rc, stdout, err = run_main(capsys, *argv, "--rtol", "1e-3", "--json", out, "--quiet")
+        assert rc == 0, err
+        lines[name] = next(ln for ln in stdout.splitlines() if ln.startswith("delta "))
+        data[name] = json.loads(out.read_text())
+    assert lines["euclidean"].split(None, 1)[1] == "0 (Euclidean region)"
+    assert "contour deformation (delta = 0 on a deformed contour), physical region" in lines["contour"]
+    assert "Euclidean" not in lines["contour"]
+    n = len(data["sequence"]["delta"])
+    assert f"{n} terms" in lines["sequence"] and "physical region" in lines["sequence"]
+    assert data["euclidean"]["delta"] == [] and data["euclidean"]["region"] == "euclidean"
+    assert data["contour"]["delta"] == [] and data["contour"]["region"] == "physical"
+    assert n >= 6 and all(isinstance(d, float) for d in data["sequence"]["delta"])
+    for d in data.values():
+        assert d["seconds"] >= d["info"]["seconds_this_run"] > 0
+
+
+# ------------------------------------------------------------------------------- zero denominators
+def test_a_denominator_zero_at_the_kinematic_point(tmp_path, capsys):
+    f = tmp_path / "dz.toml"
+    f.write_text(TRIANGLE.replace('"s/2"', '"s/(m-1)"'))
+    for argv in (["show", f], ["compute", f, "--json", tmp_path / "r.json"]):
+        rc, stdout, err = run_main(capsys, *argv)
+        assert rc == 2 and stdout == "" and one_line_error(err), err
+        assert str(f) in err and "diagram.scalar_products.'p1*p2'" in err, err
+        assert "divides by zero at this kinematic point" in err and "m - 1 = 0" in err, err
+        assert "still depends" not in err
+    # a scan through the zero: the point is named, and no NumPy warning comes first
+    f.write_text(TRIANGLE.replace('"s/2"', '"s/(m-1)"').replace("m = 1.0", "m = 2.0"))
+    with _no_warnings():
+        rc, stdout, err = run_main(capsys, "scan", f, "--param", "m=0:2:3", "--quiet")
+    assert rc == 2 and one_line_error(err), err
+    assert str(f) in err and "kinematics" in err and "divides by zero" in err and "m = 1.0" in err
+
+
+def test_overflowing_coefficients_name_the_file_and_key(tmp_path, capsys):
+    f = tmp_path / "big.toml"
+    f.write_text(TRIANGLE.replace('"s/2"', '"s*s*s*s"').replace("s = 10.0", "s = 1e100"))
+    with _no_warnings():
+        rc, stdout, err = run_main(capsys, "compute", f, "--quiet")
+    assert rc == 2 and stdout == "" and one_line_error(err), err
+    assert f"{f}: kinematics: F is not finite at this kinematic point" in err, err
+
+
+class _no_warnings:
+    """Fail if a warning is issued inside the block (the CLI must not show NumPy's)."""
+
+    def __enter__(self):
+        import warnings
+        self.cm = warnings.catch_warnings(record=True)
+        self.caught = self.cm.__enter__()
+        warnings.simplefilter("always")
+
+    def __exit__(self, *exc):
+        self.cm.__exit__(*exc)
+        assert not [w for w in self.caught if issubclass(w.category, RuntimeWarning)], \
+            [str(w.message) for w in self.caught]
+
+
+# ------------------------------------------------------------------------------- progress
+def _cli(*args):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    return subprocess.Popen([sys.executable, "-m", "loopint.cli", *map(str, args)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_progress_lines_on_a_piped_stderr():
+    """Not a terminal: one plain line per stage on stderr (direct, contour, delta steps);
+    nothing with --quiet."""
+    argv = {"direct": ["compute", BELOW, "--rtol", "1e-3"],
+            "contour": ["compute", ABOVE, "--rtol", "1e-3", "--contour", "deform"],
+            "delta": ["compute", ABOVE, "--rtol", "1e-3", "--contour", "none"],
+            "quiet": ["compute", BELOW, "--rtol", "1e-3", "--quiet"]}
+    procs = {k: _cli(*a) for k, a in argv.items()}      # started together: start-up bound
+    res = {k: (p.wait(timeout=600), *p.communicate()) for k, p in procs.items()}
+    for k, (rc, out, err) in res.items():
+        assert rc == 0 and "Traceback" not in err, (k, err)
+    assert res["quiet"][2] == ""
+    for k, stage in (("direct", "delta = 0 (no regulator)"),
+                     ("contour", "contour deformation (delta = 0 on a deformed contour)"),
+                     ("delta", "delta sequence, ")):
+        lines = res[k][2].splitlines()
+        assert lines and all(ln.startswith("loopint: ") for ln in lines), (k, lines)
+        assert stage in lines[0] and "evaluations" in lines[0] and lines[0].endswith(" s"), lines
+    assert "± " in res["delta"][2]
+
+
+class _Stream:
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, []
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text.append(s)
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+EVENTS = [{"stage": "direct", "value": [1.0], "error": [0.1], "evaluations": 10, "seconds": 0.5}] + [
+    {"stage": "delta", "n": n, "delta": 1.0 / n, "value": [1.0 + 1j], "error": [0.1 + 0.1j],
+     "evaluations": 100 * n, "seconds": n} for n in (4, 8, 12)]
+
+
+def test_progress_throttles_plain_lines_but_keeps_stage_changes_and_the_last():
+    stream = _Stream(tty=False)
+    clock = iter([0.0, 1.0, 2.0, 3.0])
+    with _Progress(False, "tri", interval=5.0, stream=stream) as progress:
+        progress.clock = lambda: next(clock)
+        for ev in EVENTS:
+            progress(ev)
+    lines = "".join(stream.text).splitlines()
+    assert len(lines) == 3, lines            # direct, first delta step, and the last one
+    assert "delta = 0" in lines[0] and "4 terms" in lines[1] and "12 terms" in lines[2]
+
+
+def test_progress_on_a_terminal_shows_every_stage():
+    stream = _Stream(tty=True)
+    with _Progress(False, "tri", stream=stream) as progress:
+        for ev in EVENTS + [dict(EVENTS[0], stage="contour")]:
+            progress(ev)
+    text = "".join(stream.text)
+    for stage in ("delta = 0 (no regulator)", "delta sequence, 8 terms", "contour deformation"):
+        assert stage in text
+    quiet = _Stream(tty=True)
+    with _Progress(True, "tri", stream=quiet) as progress:
+        progress(EVENTS[0])
+    assert quiet.text == []
+
+
+def test_library_prints_nothing(capsys):
+    import loopint
+    p = loopint.load(ABOVE)
+    loopint.compute(p, rtol=1e-3, contour="deform")
+    loopint.compute(loopint.load(BELOW), rtol=1e-3)
+    assert capsys.readouterr() == ("", "")
+
+
+# ------------------------------------------------------------------------------- references
+def test_no_pointers_to_files_outside_the_repository(capsys):
+    """The diagrams' [reference] sources and comments cite papers and codes, not notes that
+    are not shipped."""
+    outside = ("REFERENCES.md", "DESIGN", "tests/test_references.py", "../shared")
+    for f in sorted(DIAGRAMS.glob("*.toml")):
+        text = f.read_text()
+        assert not [w for w in outside if w in text], f
+        rc, stdout, err = run_main(capsys, "show", f)
+        assert rc == 0 and not [w for w in outside if w in stdout + err], f
