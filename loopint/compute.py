@@ -302,9 +302,12 @@ def _at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np
 
 
 def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
-                domain: str, scale=None, regulated: bool = False) -> IntegrationResult:
+                domain: str, scale=None, regulated: bool = False,
+                stop_on_nonfinite: bool = False) -> IntegrationResult:
     mod = engine_module(method)
     kw: dict = dict(rtol=rtol, atol=atol, max_evals=int(settings.max_evals))
+    if stop_on_nonfinite:
+        kw["stop_on_nonfinite"] = True
     if method in ("qmc", "mc"):
         kw["seed"] = settings.seed
     if settings.precision != "float64":
@@ -634,7 +637,7 @@ def _contour(diagram: Diagram, s: Settings, kin: np.ndarray, prefactor: complex,
                else float(s.contour_lambda))
         for _ in range(CONTOUR_RETRIES + 1):
             r = _run_engine(method, ig.bind_deformed(point, lam), ndim, s, s.rtol, atol,
-                            "sectors")
+                            "sectors", stop_on_nonfinite=method in ("cubature", "qmc"))
             evaluations += r.evaluations
             # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
             # deformation, unless lambda was given

@@ -54,3 +54,17 @@ def test_boundary_check_can_be_turned_off():
     r = cubature.integrate_box(f, [0, 0], [1, 1], rtol=1e-3, max_evals=10**5,
                                boundary_check=False)
     assert "boundary" not in r.info
+
+
+@pytest.mark.parametrize("engine", ["cubature", "qmc"])
+def test_stop_on_nonfinite_ends_the_run_early(engine):
+    import importlib
+    mod = importlib.import_module(f"loopint.engines.{engine}")
+    f = lambda x: jnp.where(x[:, 0] > 0.9, jnp.nan, 1.0)       # noqa: E731
+    full = mod.integrate_box(f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6,
+                             boundary_check=False)
+    early = mod.integrate_box(f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6,
+                              stop_on_nonfinite=True, boundary_check=False)
+    for r in (full, early):
+        assert not r.converged and r.status.startswith(base.NONFINITE)
+    assert early.evaluations < full.evaluations / 4

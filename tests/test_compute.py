@@ -298,3 +298,25 @@ def test_bad_physical_settings_name_the_key(triangle, kw, key):
     from loopint.problem import SpecError
     with pytest.raises(SpecError, match=key):
         compute(triangle, {"s": 10.0, "m": 1.0}, **kw)
+
+
+@pytest.mark.parametrize("method", ["cubature", "qmc"])
+def test_new_physical_points_reuse_the_compiled_contour(triangle, method):
+    """The engines take the bound integrand's arrays (kinematics, lambda) as traced
+    arguments: a new point on the deformed contour compiles nothing."""
+    import jax
+    compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-5, method=method)
+    lowered = []
+
+    def listener(event, duration, **_):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        r = compute(triangle, {"s": 12.5, "m": 1.0}, rtol=1e-5, method=method)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert r.converged and r.info["regulated"]["point_method"] == ["contour"]
+    assert abs(r.value - c0_exact(12.5)) <= 1e-5 * abs(c0_exact(12.5))
+    assert lowered == []

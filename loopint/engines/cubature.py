@@ -74,7 +74,7 @@ import numpy as np
 
 from ..precision import real_dtype
 from . import base
-from .genz_malik import (StaticFunction, capacity_for, chunk_for, component_weights,
+from .genz_malik import (capacity_for, chunk_for, component_weights,
                          count_carrying, evaluate_buffer, make_rule, pad_rows, pow2_ceil,
                          priority, requested_tolerance, smallest_within, tolerance_targets,
                          top_mask, two_level_error, uniform_grid)
@@ -112,7 +112,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                   precision: str = "float64", share: float = 0.5, min_split: int = 64,
                   max_iterations: int = 100_000, chunk_points: int = 2**21,
                   initial_divisions: int = 1, rule: str = "genz_malik",
-                  error_estimate: str = "local") -> base.IntegrationResult:
+                  error_estimate: str = "local",
+                  stop_on_nonfinite: bool = False) -> base.IntegrationResult:
     """Integrate ``f`` over the box ``[lower, upper]`` by globally adaptive Genz–Malik cubature.
 
     Args:
@@ -135,6 +136,10 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         error_estimate: ``"local"`` (default: the sum of the regions' error estimates) or
             ``"global"`` (signed degree-9 sweeps of the partition, see the module docstring;
             ``rule="genz_malik"`` and ``d >= 2``).
+        stop_on_nonfinite: end the run at the first step that met a NaN/inf (status
+            ``nonfinite``) instead of counting such values as 0 and going on: for integrands
+            where one is a failure of the whole run (a deformed contour that left the Feynman
+            prescription), not a few bad points.
 
     Returns:
         :class:`~loopint.engines.base.IntegrationResult`; ``info`` has ``regions``,
@@ -162,7 +167,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                          f"rule='genz_malik' and ndim >= 2 (got rule={rule!r}, ndim={ndim})")
     integrand = base.normalize_integrand(f, ndim, dtype)
     npts = make_rule(rule, ndim).n_points
-    static = dict(f=StaticFunction(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
+    static = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
                   rule=rule)
     top_cap = min(capacity_for(max_regions), pow2_ceil(max_regions))
 
@@ -218,6 +223,9 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         total_value, total_error, wanted, bad_host = jax.device_get(
             (plan.total_value, plan.total_error, plan.wanted, bad))
         nonfinite += int(bad_host)
+        if stop_on_nonfinite and nonfinite:
+            stop = f"stopped at the first non-finite values (step {iterations})"
+            break
         total_value = np.asarray(total_value, np.float64)
         total_error = np.asarray(total_error, np.float64)
         requested = requested_tolerance(total_value, rtol, atol, integrand)

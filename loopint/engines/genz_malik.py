@@ -463,37 +463,20 @@ def evaluate_regions(fn: Callable, rule, centers: jax.Array,
     return RegionEstimates(value, error, axis, bad)
 
 
-@functools.partial(jax.jit, static_argnames=("f", "ndim", "dtype_name", "chunk", "rule"))
+@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "chunk", "rule"))
 def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
                     chunk, rule="genz_malik") -> RegionEstimates:
-    """:func:`evaluate_regions` for a user integrand ``f`` (a :class:`StaticFunction`), jitted.
+    """:func:`evaluate_regions` for a user integrand ``f`` (a
+    :class:`~loopint.engines.base.BoundIntegrand`, whose bound arrays are traced), jitted.
 
     The only compiled function of the engines that contains the integrand: it is compiled
-    once per integrand, buffer size and precision and shared by the cubature and PAGANI
-    engines; their bookkeeping is compiled independently of the integrand.
+    once per integrand function, buffer size and precision (not per kinematic point or delta)
+    and shared by the cubature and PAGANI engines; their bookkeeping is compiled
+    independently of the integrand.
     """
-    n = normalize_integrand(f.obj, ndim, jnp.dtype(dtype_name))
+    n = normalize_integrand(f, ndim, jnp.dtype(dtype_name))
     return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
                             component_weights, n.n_components, chunk)
-
-
-class StaticFunction:
-    """Hashable-by-identity wrapper so a user integrand can be a static ``jit`` argument.
-
-    Calls with the same function object share compiled code, whatever the function's own
-    ``__eq__``/``__hash__``.
-    """
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __hash__(self):
-        return id(self.obj)
-
-    def __eq__(self, other):
-        return isinstance(other, StaticFunction) and other.obj is self.obj
 
 
 def _pow2_floor(x: int) -> int:

@@ -330,10 +330,23 @@ def batch_sharding(ndev: int):
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
 
 
-@functools.lru_cache(maxsize=64)
-def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: bool,
+_RUNNERS: dict = {}
+
+
+def _make_runner(f: base.BoundIntegrand, ndim: int, precision: str, rng: str, antithetic: bool,
                  chunk_blocks: int, ndev: int):
-    """Build (and cache, keyed by the user's ``f``) the jitted chunk loop."""
+    """The jitted chunk loop, cached by the integrand's signature: ``run`` takes the integrand
+    (a :class:`~loopint.engines.base.BoundIntegrand`) as its first, traced argument."""
+    key = (f.signature(), ndim, precision, rng, antithetic, chunk_blocks, ndev)
+    if key not in _RUNNERS:
+        if len(_RUNNERS) >= 64:
+            _RUNNERS.pop(next(iter(_RUNNERS)))
+        _RUNNERS[key] = _build_runner(f, ndim, precision, rng, antithetic, chunk_blocks, ndev)
+    return _RUNNERS[key]
+
+
+def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chunk_blocks: int,
+                  ndev: int):
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     m = norm.n_components
@@ -342,7 +355,7 @@ def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: b
     def constrain(a):
         return a if shard is None else lax.with_sharding_constraint(a, shard)
 
-    def chunk(key_data, lo, span, first_block, nblocks=chunk_blocks):
+    def chunk(fn, key_data, lo, span, first_block, nblocks=chunk_blocks):
         cols = [constrain(c) for c in
                 _sample_columns(rng, key_data, first_block, nblocks, ndim, dtype)]
         lo_, span_ = lo.astype(dtype), span.astype(dtype)
@@ -351,11 +364,11 @@ def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: b
             return jnp.stack([inside_box(lo_[k] + span_[k] * c, lo[k], span[k])
                               for k, c in enumerate(cs)], axis=1)
 
-        y = norm.fn(points(cols)).astype(jnp.float64)
+        y = norm.call(fn, points(cols)).astype(jnp.float64)
         ok = finite_rows(y)
         nbad = (~ok).astype(jnp.float64)          # non-finite evaluations of each sample
         if antithetic:
-            y2 = norm.fn(points([1 - c for c in cols])).astype(jnp.float64)
+            y2 = norm.call(fn, points([1 - c for c in cols])).astype(jnp.float64)
             ok2 = finite_rows(y2)
             nbad = nbad + (~ok2).astype(jnp.float64)
             ok = ok & ok2
@@ -380,19 +393,19 @@ def _make_runner(f: Callable, ndim: int, precision: str, rng: str, antithetic: b
     # one kernel; K from within the chunk would need g in memory for a second pass
     pilot_blocks = min(chunk_blocks, -(-PILOT_BLOCKS // max(ndev, 1)) * max(ndev, 1))
 
-    def pilot_mean(key_data, lo, span, first_block):
-        g, ok, _ = chunk(key_data, lo, span, first_block, pilot_blocks)
+    def pilot_mean(fn, key_data, lo, span, first_block):
+        g, ok, _ = chunk(fn, key_data, lo, span, first_block, pilot_blocks)
         return jnp.sum(jnp.where(ok[:, None], g, 0.0), axis=0) / jnp.maximum(jnp.sum(ok), 1)
 
     @jax.jit
-    def run(state, key_data, lo, span, first_block, n_chunks):
+    def run(fn, state, key_data, lo, span, first_block, n_chunks):
         s, cs, q, cq, k_shift, n_ok, n_bad = state
         k_shift = lax.cond(n_ok + n_bad == 0, pilot_mean, lambda *_: k_shift,
-                           key_data, lo, span, first_block)
+                           fn, key_data, lo, span, first_block)
 
         def body(i, carry):
             (s, cs, q, cq, n_ok, n_bad), kd = carry
-            g, ok, nbad = chunk(kd, lo, span,
+            g, ok, nbad = chunk(fn, kd, lo, span,
                                 first_block + jnp.asarray(i, jnp.int64) * chunk_blocks)
             dg = jnp.where(ok[:, None], g - k_shift, 0.0)
             # one variadic reduction: a single consumer, so XLA fuses the generator and the
@@ -500,7 +513,9 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
         raise ValueError(f"max_evals={max_evals} is below one chunk ({chunk_evals} evaluations "
                          f"= {chunk_blocks} blocks of {BLOCK} samples on {ndev} device(s))")
 
-    norm, run, init = _make_runner(f, lo.size, precision, rng, bool(antithetic), chunk_blocks, ndev)
+    bound = base.BoundIntegrand.of(f)
+    norm, run, init = _make_runner(bound, lo.size, precision, rng, bool(antithetic), chunk_blocks,
+                                   ndev)
     key_words = seed_key_data(seed, rng)
 
     def key_at(block: int):
@@ -522,7 +537,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
         new = target - done
         if new <= 0:
             break
-        state = run(state, key_at(done * chunk_blocks), jnp.asarray(lo), jnp.asarray(span),
+        state = run(bound, state, key_at(done * chunk_blocks), jnp.asarray(lo), jnp.asarray(span),
                     jnp.int64(done * chunk_blocks), jnp.int64(new))
         done = target
         value, error = _estimate(jax.device_get(state), vol)

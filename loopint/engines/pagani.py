@@ -54,7 +54,7 @@ import numpy as np
 
 from ..precision import real_dtype
 from . import base
-from .genz_malik import (StaticFunction, capacity_for, chunk_for, component_weights,
+from .genz_malik import (capacity_for, chunk_for, component_weights,
                          evaluate_buffer, make_rule, pad_rows, pow2_ceil, priority,
                          requested_tolerance, smallest_within, tolerance_targets,
                          two_level_error, uniform_grid)
@@ -107,7 +107,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     integrand = base.normalize_integrand(f, ndim, dtype)
     m = integrand.n_components
     npts = make_rule(rule, ndim).n_points
-    static = dict(f=StaticFunction(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
+    static = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
                   rule=rule)
 
     if initial_divisions is None:

@@ -96,9 +96,23 @@ def default_max_log2(device=None) -> int:
     return max(CPU_MAX_LOG2, min(k, lattice_mod.LADDER_LOG2[-1]))
 
 
-@functools.lru_cache(maxsize=64)
-def _make_runner(f: Callable, ndim: int, precision: str, period: str, q: int, c: int, ndev: int):
-    """Jitted sums of ``w f`` over the shifted lattice, per shift (cached per ``f``)."""
+_RUNNERS: dict = {}
+
+
+def _make_runner(f: base.BoundIntegrand, ndim: int, precision: str, period: str, q: int, c: int,
+                 ndev: int):
+    """Jitted sums of ``w f`` over the shifted lattice, per shift; ``run`` takes the
+    integrand (a :class:`~loopint.engines.base.BoundIntegrand`) as its first, traced
+    argument, so the compiled loop is shared by every integrand of one signature."""
+    key = (f.signature(), ndim, precision, period, q, c, ndev)
+    if key not in _RUNNERS:
+        if len(_RUNNERS) >= 64:
+            _RUNNERS.pop(next(iter(_RUNNERS)))
+        _RUNNERS[key] = _build_runner(f, ndim, precision, period, q, c, ndev)
+    return _RUNNERS[key]
+
+
+def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, ndev: int):
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     per = periodize_mod.get(period)
@@ -107,7 +121,7 @@ def _make_runner(f: Callable, ndim: int, precision: str, period: str, q: int, c:
     def constrain(a):
         return a if shard is None else lax.with_sharding_constraint(a, shard)
 
-    def chunk(z, n, shifts, lo, span, start):
+    def chunk(fn, z, n, shifts, lo, span, start):
         k = constrain(start + jnp.arange(c, dtype=jnp.int64))
         valid = k < n
         kz = (k[:, None] * z[None, :]) % n                       # exact in int64
@@ -116,19 +130,19 @@ def _make_runner(f: Callable, ndim: int, precision: str, period: str, q: int, c:
         t = jnp.where(t >= 1.0, t - 1.0, t)
         x, w = per.apply(t)
         pts = inside_box((lo + span * x).astype(dtype), lo, span).reshape(q * c, ndim)
-        y = norm.fn(pts).astype(jnp.float64).reshape(q, c, -1)
+        y = norm.call(fn, pts).astype(jnp.float64).reshape(q, c, -1)
         ok = jnp.all(jnp.isfinite(y), axis=2) & valid[None, :]
         bad = jnp.sum(~jnp.all(jnp.isfinite(y), axis=2) & valid[None, :])
         wy = jnp.where(ok[:, :, None], (w[..., None] if w.ndim else w) * y, 0.0)
         return jnp.sum(wy, axis=1), bad                          # (q, M)
 
     @jax.jit
-    def run(z, n, shifts, lo, span):
+    def run(fn, z, n, shifts, lo, span):
         n_chunks = (n + c - 1) // c
 
         def body(i, st):
             s, cs, bad = st
-            part, b = chunk(z, n, shifts, lo, span, jnp.asarray(i, jnp.int64) * c)
+            part, b = chunk(fn, z, n, shifts, lo, span, jnp.asarray(i, jnp.int64) * c)
             s, cs = neumaier_add(s, cs, part)
             return s, cs, bad + b
 
@@ -144,7 +158,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                   max_evals: int = 10**10, seed: int = 0, n_shifts: int = 8,
                   periodize: str = "korobov3", lattice: str = "cbc", n_start: int = 2**10,
                   chunk_size: int = 2**22, precision: str = "float64",
-                  **opts) -> base.IntegrationResult:
+                  stop_on_nonfinite: bool = False, **opts) -> base.IntegrationResult:
     """Randomized rank-1 lattice rule estimate of ``int_box f`` (module docstring).
 
     Args:
@@ -161,6 +175,8 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         n_start: first level: the ladder point count near ``2^ceil(log2 n_start)``.
         chunk_size: evaluations per chunk (memory bound).
         precision: ``"float64"`` or ``"float32"`` (integrand only; sums are float64).
+        stop_on_nonfinite: end the run after the first level that met a NaN/inf (status
+            ``nonfinite``) instead of going on with them counted as 0.
         opts: ``ndim``; ``weights`` (product weights gamma_j for the lattice construction,
             default :data:`lattice.DEFAULT_GAMMA`); ``max_log2`` (top of the ladder, default
             :func:`default_max_log2`: 24 on a CPU, 28 on an H200); ``callback`` (called per
@@ -214,6 +230,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     met = False
     norm = None
     z = None
+    bound = base.BoundIntegrand.of(f)
     n = ladder[0]
     while True:
         at_top = level >= len(ladder)
@@ -223,9 +240,10 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
         z = lattice_mod.generating_vector(n, d, lattice, weights)
         c = _chunk_points(n, q, chunk_size)
         c = -(-c // ndev) * ndev
-        norm, run = _make_runner(f, d, precision, period_name, q, c, ndev)
+        norm, run = _make_runner(bound, d, precision, period_name, q, c, ndev)
         shifts = jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
-        sums, bad = run(jnp.asarray(z), jnp.int64(n), shifts, jnp.asarray(lo), jnp.asarray(span))
+        sums, bad = run(bound, jnp.asarray(z), jnp.int64(n), shifts, jnp.asarray(lo),
+                        jnp.asarray(span))
         means = np.asarray(sums) * float(np.prod(span))                     # (q, M)
         n_bad += int(bad)
         evaluations += q * n
@@ -242,7 +260,7 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                       "error": base.complex_error(error, norm)})
         met = base.real_tolerance_met(value, error, rtol, atol, norm)
         level += 1
-        if met:
+        if met or (stop_on_nonfinite and n_bad):
             break
 
     if norm is None:  # unreachable given the max_evals check above
