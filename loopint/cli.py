@@ -3,7 +3,7 @@
     loopint compute FILE [--method M] [--rtol R] [--json OUT] [--plot OUT.png] [--resume]
     loopint show FILE
     loopint scan FILE --param s=1:10:100 [--csv OUT] [--json OUT] [--plot OUT.png]
-    loopint bench [--suite seeds|generic|all] [--quick] [--json OUT]
+    loopint bench [--suite seeds|generic|files|physical|all] [--quick] [--json OUT]
 
 Exit status: 0 converged, 1 computed but not converged, 2 bad input or usage.
 """
@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="run the benchmark suite and print the table",
                        epilog="example: loopint bench --suite seeds --quick")
-    b.add_argument("--suite", choices=["seeds", "generic", "all"], default="seeds")
+    b.add_argument("--suite", choices=["seeds", "generic", "files", "physical", "all"],
+                   default="seeds")
     b.add_argument("--quick", action="store_true", help="small, fast version of each case")
     b.add_argument("--json", metavar="OUT", help="write the rows as JSON")
     b.add_argument("--only", metavar="TEXT", help="only the seeds cases whose name contains TEXT")

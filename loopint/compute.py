@@ -177,7 +177,9 @@ def _choose_method(settings: Settings, ndim: int, regulated: bool,
         return "iterated"
     if ndim <= 3:
         return "iterated"
-    return "cubature" if ndim <= 6 else "qmc"
+    # six and more dimensions: randomized lattices (the seed's 6-D Table 5.1 integral to rtol
+    # 1e-8 on a 2-core CPU: qmc 9.4 s with 4.2e6 evaluations, cubature 509 s with 1e9)
+    return "cubature" if ndim <= 5 else "qmc"
 
 
 def _choose_domain(settings: Settings, method: str, diagram: Diagram | None = None) -> str:

@@ -1,7 +1,9 @@
 """``loopint bench``: the benchmark table (README, 'Performance').
 
 Suites: ``seeds`` (the seeds' own problems: pentagon, ladder vertex, Table 5.1, stochastic
-geometry) and ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside).
+geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside),
+``files`` (every bundled diagram file with the defaults, cold process and warm) and
+``physical`` (physical points against independent references, each in two unit systems).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -25,7 +27,9 @@ SUITES = {
     "generic": [("loopint.bench.cubature_cases", "all"), ("loopint.bench.sampling_cases", "generic"),
                 ("loopint.bench.iterated_cases", "generic")],
 }
-SUITES["all"] = SUITES["seeds"] + SUITES["generic"]
+SUITES["files"] = [("loopint.bench.files_cases", "all")]
+SUITES["physical"] = [("loopint.bench.physical_cases", "all")]
+SUITES["all"] = SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
 
 COLUMNS = ("case", "method", "value", "error", "true_error", "evaluations", "seconds",
            "compile_seconds", "evals_per_s", "device")
@@ -73,7 +77,7 @@ def run_suite(suite: str, quick: bool = False, json_path: str | None = None,
     """
     rows: list[dict] = []
     for mod, which in SUITES[suite]:
-        if only is not None and not mod.endswith("seeds_cases"):
+        if only is not None and not mod.endswith(("seeds_cases", "files_cases")):
             continue
         t0 = time.perf_counter()
         try:

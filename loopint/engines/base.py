@@ -15,6 +15,7 @@ A component meets the tolerance when ``|error| <= max(atol, rtol * |value|)``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import time
@@ -162,6 +163,24 @@ class BoundIntegrand:
     @classmethod
     def tree_unflatten(cls, func, children):
         return cls(func, *children)
+
+
+def cached_by_signature(build: Callable, size: int = 64) -> Callable:
+    """``build(f, *options)`` cached by the signature of the :class:`BoundIntegrand` ``f``
+    and the options: the compiled runners of the sampling engines take ``f`` as a traced
+    argument, so one runner serves every integrand of one signature."""
+    cache: dict = {}
+
+    @functools.wraps(build)
+    def get(f: BoundIntegrand, *options):
+        key = (f.signature(),) + options
+        if key not in cache:
+            if len(cache) >= size:
+                cache.pop(next(iter(cache)))
+            cache[key] = build(f, *options)
+        return cache[key]
+
+    return get
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,8 +392,6 @@ def checks_boundary(integrate_box: Callable) -> Callable:
     integrand is probed near the faces after the run (:func:`boundary_singularity`), and a
     result that grows without bound there is returned as not converged with status
     :data:`SINGULAR_BOUNDARY` (value and error kept as computed)."""
-    import functools
-
     @functools.wraps(integrate_box)
     def run(f, lower, upper, *args, boundary_check: bool = True, **kw):
         r = integrate_box(f, lower, upper, *args, **kw)

@@ -330,23 +330,9 @@ def batch_sharding(ndev: int):
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
 
 
-_RUNNERS: dict = {}
-
-
-def _make_runner(f: base.BoundIntegrand, ndim: int, precision: str, rng: str, antithetic: bool,
-                 chunk_blocks: int, ndev: int):
-    """The jitted chunk loop, cached by the integrand's signature: ``run`` takes the integrand
-    (a :class:`~loopint.engines.base.BoundIntegrand`) as its first, traced argument."""
-    key = (f.signature(), ndim, precision, rng, antithetic, chunk_blocks, ndev)
-    if key not in _RUNNERS:
-        if len(_RUNNERS) >= 64:
-            _RUNNERS.pop(next(iter(_RUNNERS)))
-        _RUNNERS[key] = _build_runner(f, ndim, precision, rng, antithetic, chunk_blocks, ndev)
-    return _RUNNERS[key]
-
-
 def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chunk_blocks: int,
                   ndev: int):
+    """The jitted chunk loop: generate, evaluate, sum (one fused kernel per chunk)."""
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     m = norm.n_components
@@ -431,6 +417,11 @@ def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chun
         return (z, z, z, z, z, jnp.zeros((), jnp.int64), jnp.zeros((), jnp.int64))
 
     return norm, run, init
+
+
+# the compiled loop, shared by every integrand of one signature (``run`` takes the integrand,
+# a base.BoundIntegrand, as its first, traced argument)
+_make_runner = base.cached_by_signature(_build_runner)
 
 
 def _estimate(state, vol: float):

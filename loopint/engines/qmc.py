@@ -96,23 +96,8 @@ def default_max_log2(device=None) -> int:
     return max(CPU_MAX_LOG2, min(k, lattice_mod.LADDER_LOG2[-1]))
 
 
-_RUNNERS: dict = {}
-
-
-def _make_runner(f: base.BoundIntegrand, ndim: int, precision: str, period: str, q: int, c: int,
-                 ndev: int):
-    """Jitted sums of ``w f`` over the shifted lattice, per shift; ``run`` takes the
-    integrand (a :class:`~loopint.engines.base.BoundIntegrand`) as its first, traced
-    argument, so the compiled loop is shared by every integrand of one signature."""
-    key = (f.signature(), ndim, precision, period, q, c, ndev)
-    if key not in _RUNNERS:
-        if len(_RUNNERS) >= 64:
-            _RUNNERS.pop(next(iter(_RUNNERS)))
-        _RUNNERS[key] = _build_runner(f, ndim, precision, period, q, c, ndev)
-    return _RUNNERS[key]
-
-
 def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, ndev: int):
+    """Jitted sums of ``w f`` over the shifted lattice, per shift."""
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     per = periodize_mod.get(period)
@@ -151,6 +136,11 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
         return (s + cs) / n.astype(jnp.float64), bad
 
     return norm, run
+
+
+# the compiled loop, shared by every integrand of one signature (``run`` takes the integrand,
+# a base.BoundIntegrand, as its first, traced argument)
+_make_runner = base.cached_by_signature(_build_runner)
 
 
 @base.checks_boundary
