@@ -197,11 +197,17 @@ class _Progress:
     run shows that it is working, and one line per stage event (direct, contour, each step
     of the delta sequence).  When stderr is not a terminal (a log file, a batch job): plain
     lines, one per stage event, at most one every ``interval`` seconds except at a change of
-    stage; the last event is always written.  Use as a context manager around the run.
+    stage, and a line every ``heartbeat`` seconds while one stage runs without events (a
+    contour or delta = 0 run is one engine call); the last event is always written.  Use as a
+    context manager around the run.
     """
 
-    def __init__(self, quiet: bool, label: str = "", interval: float = 5.0, stream=None):
+    def __init__(self, quiet: bool, label: str = "", interval: float = 5.0, stream=None,
+                 heartbeat: float = 60.0):
         import time
+        self.heartbeat = heartbeat
+        self.started = time.monotonic()
+        self.timer = None
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = self.stream.isatty()
@@ -219,9 +225,27 @@ class _Progress:
             self.console = Console(file=self.stream)
             self.status = self.console.status(f"computing {self.label}")
             self.status.start()
+        elif not self.quiet:
+            self._arm()
         return self
 
+    def _arm(self):
+        import threading
+        self.timer = threading.Timer(self.heartbeat, self._beat)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _beat(self):
+        """A line when no event came for ``heartbeat`` seconds (a long single stage)."""
+        if self.clock() - self.last_time >= self.heartbeat:
+            print(f"loopint: still computing {self.label}, {self.clock() - self.started:.0f} s "
+                  f"(stage: {self.last_stage or 'first integration'})", file=self.stream,
+                  flush=True)
+        self._arm()
+
     def __exit__(self, *exc):
+        if self.timer is not None:
+            self.timer.cancel()
         if self.status is not None:
             self.status.stop()
         if self.pending:

@@ -310,3 +310,19 @@ def test_no_pointers_to_files_outside_the_repository(capsys):
         assert not [w for w in outside if w in text], f
         rc, stdout, err = run_main(capsys, "show", f)
         assert rc == 0 and not [w for w in outside if w in stdout + err], f
+
+
+def test_a_long_single_stage_writes_a_heartbeat_when_piped():
+    """A contour or delta = 0 run is one engine call: on a piped stderr a line still comes
+    every heartbeat while it runs."""
+    import io
+    import time as _time
+    out = io.StringIO()
+    with _Progress(False, label="slow", stream=out, heartbeat=0.2):
+        _time.sleep(0.7)
+    lines = [ln for ln in out.getvalue().splitlines() if "still computing slow" in ln]
+    assert len(lines) >= 2, out.getvalue()
+    quiet = io.StringIO()
+    with _Progress(True, label="slow", stream=quiet, heartbeat=0.1):
+        _time.sleep(0.3)
+    assert quiet.getvalue() == ""
