@@ -1,6 +1,6 @@
 """Diagrams: from a graph, a list of propagators or explicit polynomials to U, F and exponents.
 
-Conventions (DESIGN.md section 4.1, pySecDec's): for L loops, N propagators with powers nu_j
+Conventions (pySecDec's, README "Conventions"): for L loops, N propagators with powers nu_j
 (nu = sum nu_j) in D dimensions, Minkowski metric,
 
     I = int prod_l d^D k_l / (i pi^{D/2}) prod_j (q_j^2 - m_j^2 + i0)^{-nu_j}
@@ -126,7 +126,7 @@ class Diagram:
     def prefactor(self, convention: str = "pysecdec"):
         """The constant in front of the parametric integral.
 
-        'pysecdec': (-1)^nu Gamma(nu - L D/2) / prod Gamma(nu_j) (DESIGN section 4.1);
+        'pysecdec': (-1)^nu Gamma(nu - L D/2) / prod Gamma(nu_j) (the module docstring);
         'none': 1 (the bare parametric integral, as in the seeds).
         """
         if convention == "none":

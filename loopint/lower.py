@@ -1,6 +1,7 @@
 """Lowering: a :class:`~loopint.diagram.Diagram` to one jitted, batched JAX integrand.
 
-The parametric integral of DESIGN section 4.1 (prefactor excluded; the driver applies it),
+The parametric integral in pySecDec's normalization (:mod:`loopint.diagram`; the prefactor
+excluded: the driver applies it),
 
     I(delta) = int_{x >= 0} delta(1 - sum x) prod_j x_j^(nu_j - 1) U^a / (F - i delta U S)^b,
     a = nu - (L+1) D/2,  b = nu - L D/2,  S = sum_j x_j,

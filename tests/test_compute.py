@@ -37,6 +37,22 @@ def c0_exact(s: float, m: float = 1.0) -> complex:
     return complex((mpmath.log((1 + b) / (1 - b)) - 1j * mpmath.pi) ** 2 / (2 * s))
 
 
+def _lowerings(call):
+    """``call()`` and the durations of the JAX lowerings (new compilations) it caused."""
+    import jax
+    lowered = []
+
+    def listener(event, duration, **_):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        return call(), lowered
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
 @pytest.fixture(scope="module")
 def triangle():
     return loopint.Diagram.from_graph(**TRIANGLE)
@@ -119,22 +135,10 @@ def test_repeated_calls_reuse_the_lowered_integrand(triangle):
     """compute() keeps the lowered integrand of a diagram (keyed by its content), so a second
     call, even with a freshly built equal diagram, lowers no kernel (other kinematics would
     only add kernels for buffer shapes not met before)."""
-    import jax
-
     kin = {"s": 10.0, "m": 1.0}
     compute(triangle, kin, rtol=1e-4, contour="none")
-    lowered = []
-
-    def listener(event, duration, **_):
-        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-            lowered.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        again = loopint.Diagram.from_graph(**TRIANGLE)
-        r = compute(again, kin, rtol=1e-4, contour="none")
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    again = loopint.Diagram.from_graph(**TRIANGLE)
+    r, lowered = _lowerings(lambda: compute(again, kin, rtol=1e-4, contour="none"))
     assert r.converged and abs(r.value - c0_exact(10.0)) <= 1e-4 * abs(c0_exact(10.0))
     assert lowered == []
     a = _integrand(triangle, "simplex", "none", "float64")
@@ -304,19 +308,9 @@ def test_bad_physical_settings_name_the_key(triangle, kw, key):
 def test_new_physical_points_reuse_the_compiled_contour(triangle, method):
     """The engines take the bound integrand's arrays (kinematics, lambda) as traced
     arguments: a new point on the deformed contour compiles nothing."""
-    import jax
     compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-5, method=method)
-    lowered = []
-
-    def listener(event, duration, **_):
-        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-            lowered.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        r = compute(triangle, {"s": 12.5, "m": 1.0}, rtol=1e-5, method=method)
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+    r, lowered = _lowerings(lambda: compute(triangle, {"s": 12.5, "m": 1.0}, rtol=1e-5,
+                                            method=method))
     assert r.converged and r.info["regulated"]["point_method"] == ["contour"]
     assert abs(r.value - c0_exact(12.5)) <= 1e-5 * abs(c0_exact(12.5))
     assert lowered == []
