@@ -193,7 +193,8 @@ def _mp(x):
 
 
 def c0_equal(s, m, dps=30) -> complex:
-    """C0(0, 0, s; m, m, m) in pySecDec's normalization (REFERENCES.md)."""
+    """C0(0, 0, s; m, m, m) in pySecDec's normalization: (2/s) arcsin^2 form below threshold,
+    [ln((1+b)/(1-b)) - i pi]^2 / (2 s), b = sqrt(1 - 4 m^2/s), above it."""
     with mpmath.workdps(dps):
         s, m = _mp(s), _mp(m)
         if s < 4 * m * m:

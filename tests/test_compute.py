@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 
-import mpmath
 import numpy as np
 import pytest
 
 import loopint
 from loopint.compute import _extrapolate, _integrand, compute
 from extrapolation import geometric_sequence
+from physical_points import c0_equal
 from extrapolation.wynn import wynn_epsilon
 
 TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
@@ -26,15 +26,9 @@ TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
 
 
 def c0_exact(s: float, m: float = 1.0) -> complex:
-    """C0(0,0,s;m,m,m) in pySecDec's normalization (REFERENCES.md), mpmath at 30 digits."""
-    mpmath.mp.dps = 30
-    s, m = mpmath.mpf(s), mpmath.mpf(m)
-    if s < 4 * m * m:
-        if s == 0:
-            return complex(-1 / (2 * m * m))
-        return complex(-(2 / s) * mpmath.asin(mpmath.sqrt(s / (4 * m * m))) ** 2)
-    b = mpmath.sqrt(1 - 4 * m * m / s)
-    return complex((mpmath.log((1 + b) / (1 - b)) - 1j * mpmath.pi) ** 2 / (2 * s))
+    """C0(0,0,s;m,m,m) in pySecDec's normalization: its closed form, mpmath at 30 digits
+    (:func:`physical_points.c0_equal`)."""
+    return c0_equal(s, m)
 
 
 def _lowerings(call):
