@@ -108,11 +108,6 @@ class Verdict:
     def kinds(self) -> frozenset:
         return frozenset(f.kind for f in self.divergent_faces)
 
-    @property
-    def min_exponent(self) -> float:
-        faces = self.divergent_faces + self.singular_faces
-        return min((f.exponent for f in faces), default=0.0)
-
     def summary(self) -> str:
         """A few lines for ``loopint show`` and error messages."""
         if self.convergent:
@@ -284,7 +279,8 @@ def analyze(diagram: Diagram, kinematics: Mapping[str, float] | None = None) -> 
     """Decide whether the parametric integral of ``diagram`` converges at the kinematic point.
 
     Without ``kinematics`` every monomial of U and F counts (generic kinematics).  Returns a
-    :class:`Verdict`; :func:`check_convergent` raises on a divergent one.
+    :class:`Verdict`; :func:`loopint.compute` refuses a divergent one with
+    :func:`divergence_message`.
     """
     EU, EF, dropped = point_supports(diagram, kinematics)
     v = analyze_supports(EU, EF, diagram.powers, diagram.U_exponent, diagram.F_exponent,
@@ -299,12 +295,3 @@ def divergence_message(verdict: Verdict) -> str:
             "(D = 4 - 2*eps and its Laurent expansion), which loopint does not provide yet. "
             "At a non-integer dimension the integral may be finite: `loopint show` prints the "
             "exponents.")
-
-
-def check_convergent(diagram: Diagram, kinematics: Mapping[str, float] | None = None) -> Verdict:
-    """:func:`analyze`, raising :class:`~loopint.diagram.DiagramError` (key ``dimension``)
-    when the integral diverges."""
-    v = analyze(diagram, kinematics)
-    if not v.convergent:
-        raise DiagramError(divergence_message(v), "dimension")
-    return v
