@@ -54,6 +54,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "'methods disagree' beyond 5 combined errors)")
     g.add_argument("--prefactor", choices=["pysecdec", "none"],
                    help="normalization: pySecDec's (default) or the bare parametric integral")
+    g.add_argument("--eps-order", type=int, dest="eps_order",
+                   help="dimensional regularization (dimension with eps): the highest order "
+                        "of eps of the Laurent coefficients (default 0, the finite part)")
     g.add_argument("--seed", type=int, help="random seed of the mc/qmc engines")
     g.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
     g.add_argument("--quiet", action="store_true", help="no progress display")
@@ -115,7 +118,7 @@ def _select_device(name: str | None) -> None:
 def _overrides(a) -> dict:
     kw = {}
     for k in ("method", "rtol", "atol", "precision", "prefactor", "seed", "contour",
-              "cross_check"):
+              "cross_check", "eps_order"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
@@ -177,11 +180,20 @@ def cmd_show(a) -> int:
 
 def _show_convergence(path: str, d, kinematics) -> None:
     """The power-counting verdict (:mod:`loopint.divergence`) at the file's kinematic point,
-    or for generic kinematics when the file gives a scan."""
+    or for generic kinematics when the file gives a scan; for a regulated integral its pole
+    structure (:func:`loopint.dimreg.structure`)."""
     from .divergence import analyze
     from .problem import SpecError
     from .diagram import DiagramError
     scalar = not any(hasattr(v, "__len__") for v in kinematics.values())
+    if d.regulated:
+        from .dimreg import structure
+        try:
+            text = structure(d, kinematics if scalar else None)
+        except DiagramError as e:
+            raise SpecError(f"{path}: {e.key}: {e}") from None
+        print("eps series  " + text.replace("\n", "\n            "))
+        return
     try:
         v = analyze(d, kinematics if scalar else None)
     except DiagramError as e:
@@ -262,6 +274,7 @@ class _Progress:
         e = np.atleast_1d(ev["error"])
         stage = {"direct": "delta = 0 (no regulator)",
                  "contour": "contour deformation (delta = 0 on a deformed contour)",
+                 "series": "Laurent series in eps (sector decomposition)",
                  }.get(ev["stage"], ev["stage"])
         if ev["stage"] == "delta":
             stage = f"delta sequence, {ev['n']} terms (smallest delta {ev['delta']:.3g})"
@@ -321,7 +334,34 @@ def _regulator(r) -> str:
     return "; ".join(parts)
 
 
+def _print_series(r) -> None:
+    """The Laurent coefficients of a regulated integral, one line per order, and the sum's
+    summary."""
+    info = r.info["series"]
+    for j, c in r.coefficients.items():
+        e = r.coefficient_errors[j]
+        print(f"eps^{j:<3d}     {_fmt(complex(c), complex(e))}")
+    print(f"status      {r.status}")
+    if not r.converged:
+        print("error       lower bounds only: the run did not converge, the true errors may be "
+              "much larger")
+    how = {"euclidean": "Euclidean region (F >= 0)", "negative": "F <= 0: the i0 phase",
+           "physical": f"physical region: contour deformation in the sectors (lambda "
+                       f"{next(iter(info['lambda'].values()), float('nan')):.3g})"}[r.region]
+    print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
+          f"{info['sector_poles']} poles per sector; {how}")
+    print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
+    print(f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s")
+
+
 def _print_result(r, reference=None) -> None:
+    if r.coefficients is not None and not isinstance(r.region, list):
+        _print_series(r)
+        if reference is not None:
+            diff = complex(r.value) - reference.value
+            print(f"reference   eps^0: {reference.value:.12g}   (difference {abs(diff):.2g}; "
+                  f"{reference.source})")
+        return
     print(f"value       {_fmt(complex(r.value), complex(r.error))}")
     print(f"status      {r.status}")
     if not r.converged:

@@ -111,6 +111,11 @@ class Result:
         contour or the delta sequence produced it.
     table: per-delta history of the regulator sequence (empty for delta = 0): rows of
         ``{"delta", "value", "error", "evaluations", "seconds"}``.
+    coefficients / coefficient_errors: for a regulated integral (D or powers with eps,
+        :mod:`loopint.dimreg`) the Laurent coefficients ``{j: c_j}`` for j from the leading
+        pole to ``eps_order`` (arrays over kinematic points when batched) and their errors
+        (real and imaginary parts, as ``error``); ``value`` / ``error`` are then c_0 (or the
+        coefficient of eps^eps_order when that is negative).  None otherwise.
     """
 
     value: Any
@@ -130,6 +135,8 @@ class Result:
     table: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
     version: str = __version__
+    coefficients: Any = None
+    coefficient_errors: Any = None
 
     @property
     def error_kind(self) -> str:
@@ -151,6 +158,9 @@ class Result:
             "value", "error", "error_kind", "converged", "status", "method", "prefactor", "delta",
             "evaluations", "seconds", "device", "diagram", "kinematics", "settings", "region",
             "table", "info", "version")}
+        if self.coefficients is not None:
+            d["coefficients"] = {str(j): v for j, v in self.coefficients.items()}
+            d["coefficient_errors"] = {str(j): v for j, v in self.coefficient_errors.items()}
         return _jsonable(d)
 
 
@@ -272,28 +282,33 @@ def _point_text(probe: Integrand, point: np.ndarray) -> str:
     return ", ".join(f"{n} = {v:.6g}" for n, v in zip(probe.symbols, point))
 
 
-def _at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np.ndarray,
-              kin: np.ndarray) -> Diagram:
+def _reduced(diagram: Diagram, probe, keep_U: np.ndarray, keep_F: np.ndarray,
+             kin: np.ndarray) -> Diagram:
     """The diagram with the monomials whose coefficients vanish at these points left out (a
     zero mass or an on-shell leg given as numbers), so that its sector decomposition and
-    power counting see the point's singularities; refused with the divergence's kind if the
-    integral diverges there."""
+    power counting see the point's singularities; a scaleless integral there is refused."""
     if np.all(keep_U) and np.all(keep_F):
-        reduced = diagram
-    else:
-        polys = []
-        for P, expo, keep in ((diagram.U, probe.U_exponents, keep_U),
-                              (diagram.F, probe.F_exponents, keep_F)):
-            kept = {tuple(int(k) for k in m) for m, ok in zip(expo, keep) if ok}
-            terms = sympy.Poly(P, *diagram.variables).terms()
-            polys.append(sympy.Add(*[c * sympy.Mul(*[x ** k for x, k in zip(diagram.variables, m)])
-                                     for m, c in terms if m in kept]))
-        reduced = dataclasses.replace(diagram, U=polys[0], F=polys[1])
-        if is_scaleless(reduced.U, reduced.F, reduced.variables):
-            raise DiagramError(
-                f"scaleless integral at the kinematic point {_point_text(probe, kin[0])} (the "
-                "Newton polytope of U + F is degenerate there; it vanishes in dimensional "
-                "regularization)", "kinematics")
+        return diagram
+    polys = []
+    for P, expo, keep in ((diagram.U, probe.U_exponents, keep_U),
+                          (diagram.F, probe.F_exponents, keep_F)):
+        kept = {tuple(int(k) for k in m) for m, ok in zip(expo, keep) if ok}
+        terms = sympy.Poly(P, *diagram.variables).terms()
+        polys.append(sympy.Add(*[c * sympy.Mul(*[x ** k for x, k in zip(diagram.variables, m)])
+                                 for m, c in terms if m in kept]))
+    reduced = dataclasses.replace(diagram, U=polys[0], F=polys[1])
+    if is_scaleless(reduced.U, reduced.F, reduced.variables):
+        raise DiagramError(
+            f"scaleless integral at the kinematic point {_point_text(probe, kin[0])} (the "
+            "Newton polytope of U + F is degenerate there; it vanishes in dimensional "
+            "regularization)", "kinematics")
+    return reduced
+
+
+def _at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np.ndarray,
+              kin: np.ndarray) -> Diagram:
+    """:func:`_reduced`, refused with the divergence's kind if the integral diverges there."""
+    reduced = _reduced(diagram, probe, keep_U, keep_F, kin)
     verdict = _verdict(reduced)
     if not verdict.convergent:
         where = "" if reduced is diagram else \
@@ -396,6 +411,13 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     s = validate_settings({**base.to_dict(), **{k: v for k, v in overrides.items() if v is not None}})
     diagram = problem.diagram
     batched = any(np.ndim(v) for v in problem.kinematics.values())
+    if diagram.regulated:
+        from .dimreg import compute_series
+        return compute_series(problem, s, progress, t_start)
+    if s.eps_order is not None:
+        raise DiagramError(
+            f"eps_order = {s.eps_order} needs a regulated integral: give the dimension (or a "
+            "power) with eps, e.g. dimension = \"4 - 2*eps\"", "dimension")
 
     probe = _integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)

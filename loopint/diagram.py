@@ -37,6 +37,10 @@ from .spec.expr import ExpressionError, is_identifier, parse_expression
 MAX_LOOPS = 6
 MAX_POLY_TERMS = 100_000
 
+# The dimensional (and analytic) regulator: ``dimension = "4 - 2*eps"`` and propagator powers
+# ``a + b*eps`` give a Laurent series in eps (:mod:`loopint.dimreg`).
+EPS = sympy.Symbol("eps")
+
 
 class DiagramError(ValueError):
     """A diagram that cannot be built or computed; the message names the key and the problem."""
@@ -81,9 +85,9 @@ class Diagram:
     Attributes:
         name: label.
         loops: L.
-        dimension: D (a sympy number).
+        dimension: D (a sympy number, or a + b*eps with the regulator :data:`EPS`).
         variables: Feynman parameters of the kept lines, in order (sympy symbols x1, x2, ...).
-        powers: propagator powers nu_j of the kept lines (sympy numbers).
+        powers: propagator powers nu_j of the kept lines (sympy numbers, or a + b*eps).
         U, F: Symanzik polynomials (sympy), in ``variables`` and the kinematic symbols.
         kinematic_symbols: names of the symbols (masses, invariants) that U and F depend on.
         mass_symbols: names that the graph form used as masses (checked to be >= 0).
@@ -105,6 +109,11 @@ class Diagram:
 
     # ---------------------------------------------------------------- derived quantities
     @property
+    def regulated(self) -> bool:
+        """True when D or a power depends on eps: the integral is a Laurent series in eps."""
+        return any(EPS in sympy.sympify(v).free_symbols for v in (self.dimension,) + tuple(self.powers))
+
+    @property
     def N(self) -> int:
         """Number of (kept) propagators."""
         return len(self.variables)
@@ -116,12 +125,12 @@ class Diagram:
     @property
     def U_exponent(self):
         """nu - (L+1) D / 2: the power of U in the numerator."""
-        return sympy.nsimplify(self.nu - (self.loops + 1) * self.dimension / 2)
+        return sympy.expand(sympy.nsimplify(self.nu - (self.loops + 1) * self.dimension / 2))
 
     @property
     def F_exponent(self):
         """nu - L D / 2: the power of (F - i0) in the denominator."""
-        return sympy.nsimplify(self.nu - self.loops * self.dimension / 2)
+        return sympy.expand(sympy.nsimplify(self.nu - self.loops * self.dimension / 2))
 
     def prefactor(self, convention: str = "pysecdec"):
         """The constant in front of the parametric integral.
@@ -163,11 +172,11 @@ class Diagram:
                 "scaleless integral: the Newton polytope of U + F is degenerate "
                 "(it vanishes in dimensional regularization); nothing to compute")
         b = self.F_exponent
-        if b.is_integer and b <= 0:
+        if b.is_Integer and b <= 0:
             raise DiagramError(
                 f"overall UV divergence: Gamma(nu - L*D/2) = Gamma({b}) has a pole "
-                f"(nu={self.nu}, L={self.loops}, D={self.dimension}); dimensional regularization "
-                "and pole subtraction are not supported", "dimension")
+                f"(nu={self.nu}, L={self.loops}, D={self.dimension}); give dimension = "
+                "\"4 - 2*eps\" for its Laurent series in eps", "dimension")
 
     def substitute(self, values: Mapping[str, float]):
         """(U, F) with the kinematic symbols replaced by numbers (exact rationals for floats)."""
@@ -398,14 +407,30 @@ def _assemble(name, L, dimension, pieces, pw, gram, syms, *, form, mass_symbols=
                    propagators=propagators)
 
 
-def _finish(name, L, dimension, xs, pw, U, F, kin, *, form, mass_symbols=(), propagators=()):
+def regulator_linear(text, key: str):
+    """``a + b*eps`` (a, b rational) from a number or an expression string in the symbol
+    ``eps``; DiagramError naming ``key`` otherwise."""
+    if isinstance(text, bool) or not isinstance(text, (int, float, str, sympy.Expr)):
+        raise DiagramError(f"{key}: must be a number or an expression in eps, got {text!r}", key)
     try:
-        D = sympy.nsimplify(dimension, rational=True) if not isinstance(dimension, str) else \
-            parse_expression(dimension, {})
-    except (ExpressionError, TypeError, ValueError):
-        raise DiagramError(f"dimension: must be a number, got {dimension!r}", "dimension") from None
-    if not D.is_Rational or D <= 0:
-        raise DiagramError(f"dimension: must be a positive number, got {dimension!r}", "dimension")
+        if isinstance(text, str):
+            v = sympy.expand(parse_expression(text, {"eps": EPS}))
+        else:
+            v = sympy.nsimplify(text, rational=True)
+    except (ExpressionError, TypeError, ValueError) as e:
+        raise DiagramError(f"{key}: {e} (allowed: numbers and the regulator eps)", key) from None
+    if not v.free_symbols <= {EPS}:
+        raise DiagramError(f"{key}: {text!r} has symbols other than eps", key)
+    p = sympy.Poly(v, EPS)
+    if p.degree() > 1 or not all(c.is_Rational for c in p.all_coeffs()):
+        raise DiagramError(f"{key}: must be a + b*eps with rational a, b, got {text!r}", key)
+    return v
+
+
+def _finish(name, L, dimension, xs, pw, U, F, kin, *, form, mass_symbols=(), propagators=()):
+    D = regulator_linear(dimension, "dimension")
+    if D.subs(EPS, 0) <= 0:
+        raise DiagramError(f"dimension: must be positive, got {dimension!r}", "dimension")
     keep = [j for j, p in enumerate(pw) if p != 0]
     drop = {xs[j]: 0 for j, p in enumerate(pw) if p == 0}
     if not keep:
@@ -451,16 +476,11 @@ def _powers(powers, n):
     for i, p in enumerate(pw):
         if isinstance(p, bool) or not isinstance(p, (int, float, str)):
             raise DiagramError(f"powers[{i}]: must be a number, got {p!r}", "powers")
-        try:
-            v = parse_expression(p, {}) if isinstance(p, str) else sympy.nsimplify(p, rational=True)
-        except ExpressionError as e:
-            raise DiagramError(f"powers[{i}]: {e}", "powers") from None
-        if not v.is_Rational:
-            raise DiagramError(f"powers[{i}]: must be a number, got {p!r}", "powers")
-        if v < 0:
+        v = regulator_linear(p, f"powers[{i}]")
+        if v.subs(EPS, 0) < 0 or (v.subs(EPS, 0) == 0 and v != 0):
             raise DiagramError(
-                f"powers[{i}]: negative power {v} (numerators are not supported; 0 drops the line)",
-                "powers")
+                f"powers[{i}]: power {v} is not positive at eps = 0 (numerators are not "
+                "supported; 0 drops the line)", "powers")
         out.append(v)
     return out
 

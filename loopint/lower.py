@@ -595,11 +595,7 @@ class Integrand:
         kin = self._kin(kinematics)
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
         self._derivatives()
-        g = np.arange(n, dtype=np.float64)
-        primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
-        pts = np.stack([np.mod((g + 0.5) * np.mod(np.sqrt(q), 1.0), 1.0)      # Kronecker grid
-                        for q in primes[:self.ndim]], axis=1)
-        t = jnp.asarray(pts, self.rdtype)
+        t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
         worst = float(self._pilot_max_v(kin, t))
         lam0 = 1.0 / worst if worst > 0 else 1.0
         factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -706,6 +702,15 @@ class Integrand:
 
     def _complex_eval(self, kin, delta, u):
         return self._evaluate(kin, delta, u, real=False)
+
+
+def kronecker_points(n: int, d: int) -> np.ndarray:
+    """A deterministic, well spread pilot sample of the unit cube: ``[n, d]`` points of the
+    Kronecker sequence (g + 1/2) sqrt(p) mod 1 over the first d primes p (d <= 16)."""
+    g = np.arange(n, dtype=np.float64)
+    primes = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53)
+    return np.stack([np.mod((g + 0.5) * np.mod(np.sqrt(q), 1.0), 1.0) for q in primes[:d]],
+                    axis=1)
 
 
 def _power_real(v, e):

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 import sympy
 
-from .diagram import Diagram, DiagramError, is_scaleless
+from .diagram import EPS, Diagram, DiagramError, is_scaleless, regulator_linear
 from .spec.expr import ExpressionError, is_identifier, parse_expression
 
 METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
@@ -58,6 +58,9 @@ class Settings:
         be used), 'deform' (the contour only) or 'none' (the delta sequence only);
         contour_lambda: 'auto' or the deformation strength; cross_check: compute physical
         points by both methods and compare them.
+    Dimensional regularization (``dimension = "4 - 2*eps"``, :mod:`loopint.dimreg`):
+        eps_order: the highest order k of the Laurent coefficients c_j, j <= k, to compute
+        (None: 0, the finite part).
     """
 
     method: str = "auto"
@@ -76,6 +79,7 @@ class Settings:
     contour: str = "auto"
     contour_lambda: Any = "auto"
     cross_check: bool = False
+    eps_order: Any = None
 
     def updated(self, **kw) -> "Settings":
         """A copy with some fields replaced (validated)."""
@@ -178,6 +182,12 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
     if s["contour_lambda"] != "auto":
         s["contour_lambda"] = _number(s["contour_lambda"], path, "contour_lambda", positive=True,
                                       allow_zero=False)
+    if s["eps_order"] is not None:
+        v = s["eps_order"]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or \
+                float(v) != int(v) or not -12 <= int(v) <= 6:
+            raise _err(path, "eps_order", f"must be an integer from -12 to 6, got {v!r}")
+        s["eps_order"] = int(v)
     return Settings(**s)
 
 
@@ -316,8 +326,16 @@ def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None)
     common = {"dimension": t.get("dimension", 4), "powers": t.get("powers"), "name": name,
               "symbols": syms}
     dim = common["dimension"]
-    if isinstance(dim, bool) or not isinstance(dim, (int, float)) or not math.isfinite(dim) or dim <= 0:
-        raise _err(path, "diagram.dimension", f"must be a positive number, got {dim!r}")
+    if isinstance(dim, str):
+        try:
+            D = regulator_linear(dim, "dimension")
+        except DiagramError as e:
+            raise _err(path, "diagram.dimension", str(e).split(": ", 1)[-1]) from None
+        if D.subs(EPS, 0) <= 0:
+            raise _err(path, "diagram.dimension", f"must be positive at eps = 0, got {dim!r}")
+    elif isinstance(dim, bool) or not isinstance(dim, (int, float)) or not math.isfinite(dim) or dim <= 0:
+        raise _err(path, "diagram.dimension",
+                   f"must be a positive number or a + b*eps (e.g. \"4 - 2*eps\"), got {dim!r}")
     sp = t.get("scalar_products", {})
     if not isinstance(sp, dict):
         raise _err(path, "diagram.scalar_products", "must be a table of \"p1*p2\" = \"expression\"")
@@ -374,19 +392,20 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
     for k, v in reg.items():
         mapped = {"delta": "delta", "q": "delta_q", "terms": "delta_terms",
                   "min_terms": "delta_min_terms", "contour": "contour",
-                  "lambda": "contour_lambda", "cross_check": "cross_check"}.get(k)
+                  "lambda": "contour_lambda", "cross_check": "cross_check",
+                  "eps_order": "eps_order"}.get(k)
         if mapped is None:
             raise _err(path, f"regulator.{k}", "unknown key (known: delta, q, terms, min_terms, "
-                       "contour, lambda, cross_check)")
+                       "contour, lambda, cross_check, eps_order)")
         settings_d[mapped] = v
     for k in settings_d:
-        if k.startswith(("delta", "contour", "cross")) and k in doc.get("integration", {}):
+        if k.startswith(("delta", "contour", "cross", "eps")) and k in doc.get("integration", {}):
             raise _err(path, f"integration.{k}", "regulator settings belong in [regulator]")
     try:
         settings = validate_settings(settings_d, None)
     except SpecError as e:
         key = str(e).split(":")[0]
-        table = "regulator" if key.startswith(("delta", "contour", "cross")) else "integration"
+        table = "regulator" if key.startswith(("delta", "contour", "cross", "eps")) else "integration"
         inverse = {"delta_q": "q", "delta_terms": "terms", "delta_min_terms": "min_terms",
                    "contour_lambda": "lambda"}
         if table == "regulator":

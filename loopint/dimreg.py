@@ -1,0 +1,692 @@
+"""Dimensional regularization: the Laurent series in eps of a divergent loop integral.
+
+With D = D0 + d1 eps and powers nu_j = n_j + c_j eps (:data:`loopint.diagram.EPS`), the
+parametric integral of :mod:`loopint.diagram`,
+
+    I(eps) = P(eps) int delta(1 - sum x) prod_j x_j^(nu_j - 1) U^a / (F - i0)^b,
+    a = nu - (L+1) D/2 = a0 + a1 eps,   b = nu - L D/2 = b0 + b1 eps,
+
+is a Laurent series I = sum_{j >= -2L} c_j eps^j.  The method is that of SecDec and pySecDec
+(Binoth & Heinrich, Nucl. Phys. B 585 (2000) 741; Borowka et al., Comput. Phys. Commun. 222
+(2018) 313), with the eps expansion done numerically, point by point, instead of
+symbolically:
+
+1. Sector decomposition (:mod:`loopint.sectors`) of U and F: in sector s the cube coordinates
+   t (x = t^A, Jacobian t^J) give U = t^u U~(t), F = t^f F~(t) with U~, F~ polynomials with a
+   nonzero constant term, and the integrand is
+
+       prod_i t_i^(E_i + B_i eps) * U~^a F~^(-b),
+
+   E_i and B_i from power counting (:func:`loopint.sectors.sector_exponents` at eps = 0 and
+   its eps part).  U~ and F~ are evaluated from their own exponents (E A - u per sector,
+   exact at t = 0), one traced body scanned over all sectors.
+2. Subtraction at the faces.  A coordinate with E_i = -1 carries a pole: with G the rest,
+
+       int_0^1 t^(-1 + B eps) G(t) dt = G(0)/(B eps) + int_0^1 t^(-1 + B eps) (G(t) - G(0)) dt,
+
+   and one with -1 < E_i < 0 an integrable singularity, treated alike (G(0)/(E + 1 + B eps),
+   no pole): the product over a sector's singular coordinates is a sum over the subsets T
+   put on their faces (:meth:`SeriesIntegrand._evaluate`).  E_i = -1 with B_i = 0 is a
+   divergence that eps does not regulate (refused); E_i < -1 would need higher Taylor terms
+   of the subtraction and is refused with a clear message.
+3. Expansion in eps at each point: every factor is a closed-form series, t^(B eps) =
+   exp(B eps log t), U~^(a1 eps) F~^(-b1 eps) = exp(eps (a1 log U~ - b1 log(F~ - i0))),
+   1/(B eps) and 1/(E + 1 + B eps); their truncated products give the Taylor coefficients of
+   the subtracted integrand, all orders as components of one vector integrand that the
+   engines integrate together.  The prefactor P(eps) = (-1)^nu Gamma(b)/prod Gamma(nu_j) is
+   expanded exactly (sympy) and multiplied in afterwards, with the errors propagated.
+4. Physical kinematics (F~ changes sign): the sector coordinates are moved into the complex
+   plane, z_k = t_k - i lam t_k (1 - t_k) dF~/dt_k (pySecDec's deformation, Borowka et al.
+   2018, section 2.4), before the subtraction: with r_k = z_k / t_k = 1 - i lam (1 - t_k)
+   dF~/dt_k (Re r_k = 1), the sector integrand becomes prod t_k^(E_k + B_k eps) times
+   G~(t) = prod r_k^(E_k + B_k eps) U~(z)^a F~(z)^(-b) det(dz/dt), regular at t = 0, and the
+   face subtraction applies to G~ unchanged.  The endpoints t_k = 0, 1 stay in place, so by
+   Cauchy's theorem the integral is unchanged while Im F~(z) <= 0 (checked at every point:
+   a violation gives NaN, which the engines report).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from math import factorial
+from typing import Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sympy
+
+from . import precision as _precision
+from .diagram import EPS, Diagram, DiagramError, classify_coefficients, is_scaleless
+from .lower import _det_identity_minus_i, _poly_code, _walk
+from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
+
+# Singular coordinates are clamped at this value (float64; float32 below): the subtracted
+# integrand is bounded, so the change is O(t_c) relative, while the cancellation between a
+# point and its face value keeps its noise (unit round-off / t) far below the tolerance.
+_T_SUBTRACT = {"float64": 1e-12, "float32": 1e-5}
+_T_MIN = {"float64": 1e-30, "float32": 1e-15}
+
+# Tolerance of a coefficient: max(rtol |c_j|, ATOL_FRACTION rtol max_i |c_i|) per kinematic
+# point, so that a coefficient that vanishes (or nearly) does not demand an impossible relative
+# accuracy; max_i |c_i| comes from a pilot sample.
+ATOL_FRACTION = 1e-3
+
+
+def split_eps(v) -> tuple[Fraction, Fraction]:
+    """(a, b) of a + b eps (exact rationals)."""
+    p = sympy.Poly(sympy.expand(sympy.sympify(v)), EPS)
+    coeffs = dict(zip([m[0] for m in p.monoms()], p.coeffs()))
+    return Fraction(str(coeffs.get(0, 0))), Fraction(str(coeffs.get(1, 0)))
+
+
+def prefactor_series(diagram: Diagram, convention: str, hi: int) -> tuple[int, np.ndarray]:
+    """The prefactor's Laurent series up to eps^hi: ``(lo, coeffs)`` with ``coeffs[k]`` the
+    coefficient of eps^(lo + k) (empty when hi < lo).  (-1)^nu is exp(i pi nu) when nu
+    depends on eps."""
+    if convention == "none":
+        lo, c = 0, np.ones(1, complex)
+    else:
+        nu = sympy.expand(diagram.nu)
+        sign = sympy.Integer(-1) ** nu if nu.is_Integer else sympy.exp(sympy.I * sympy.pi * nu)
+        expr = sign * sympy.gamma(diagram.F_exponent) / sympy.Mul(*[sympy.gamma(p) for p in diagram.powers])
+        ser = sympy.expand(sympy.series(expr, EPS, 0, max(hi, 0) + 1).removeO())
+        lo = min(_order(term) for term in sympy.Add.make_args(ser)) if ser != 0 else 0
+        c = np.array([complex(sympy.N(ser.coeff(EPS, j), 30)) for j in range(lo, hi + 1)],
+                     dtype=complex)
+    return lo, c
+
+
+def _order(term) -> int:
+    """The power of eps in one term of an expanded series."""
+    _, e = term.as_coeff_exponent(EPS)
+    return int(e)
+
+
+@dataclass
+class _Slots:
+    index: np.ndarray    # [S, k] coordinate of each singular slot
+    valid: np.ndarray    # [S, k]
+    kmax: int
+
+
+class SeriesIntegrand:
+    """The eps-expanded, subtracted sector integrand of a regulated diagram.
+
+    ``hi``: highest order of eps of the bare parametric integral wanted.  Components: orders
+    ``lo .. hi`` (``lo`` = -(the most poles of one sector)), point-major:
+    ``values[n, k * M + m]`` is order ``lo + m`` of kinematic point k (M = hi - lo + 1).
+    """
+
+    def __init__(self, diagram: Diagram, hi: int, precision: str = "float64"):
+        self.diagram = diagram
+        self.precision = precision
+        self.rdtype = _precision.real_dtype(precision)
+        self.cdtype = _precision.complex_dtype(precision)
+        self.xs = tuple(diagram.variables)
+        self.N = len(self.xs)
+        self.ndim = self.N - 1
+        if self.ndim < 1:
+            raise DiagramError("a one-propagator integral has no integration variables "
+                               "(a tadpole is a Gamma function: nothing to integrate)", "diagram")
+        self.symbols = tuple(diagram.kinematic_symbols)
+        self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
+        self.a0, self.a1 = split_eps(diagram.U_exponent)
+        self.b0, self.b1 = split_eps(diagram.F_exponent)
+        pw = [split_eps(p) for p in diagram.powers]
+        self._codeU = _poly_code(diagram.U, self.xs)
+        self._codeF = _poly_code(diagram.F, self.xs)
+        EU = self._codeU.exponents.astype(np.int64)
+        EF = self._codeF.exponents.astype(np.int64)
+        try:
+            self.sectors = decompose([EU, EF])
+        except DecompositionError as e:
+            raise DiagramError(f"{e}; loopint cannot expand this diagram in eps", "diagram") from None
+        A, J = monomial_maps(self.sectors, self.N)
+        E, u, f = sector_exponents([EU, EF], A, J, [p[0] for p in pw], self.a0, self.b0)
+        B, _, _ = sector_exponents([EU, EF], A, np.zeros_like(J), [p[1] + 1 for p in pw],
+                                   self.a1, self.b1)
+        self._check_exponents(E, B)
+        self.E = E.astype(float)
+        self.B = B.astype(float)
+        pole = np.vectorize(lambda e: e == -1)(E).astype(bool)
+        singular = (self.E < 0)
+        self.poles = int(pole.sum(axis=1).max()) if pole.size else 0
+        self.hi = int(hi)
+        self.lo = -self.poles
+        self.M = self.hi - self.lo + 1
+        self.slots = self._slot_table(singular)
+        # U~ and F~ in each sector: exponents E A - (order of vanishing)
+        self.TU = np.einsum("tj,sji->sti", EU, A) - u[:, None, :]
+        self.TF = np.einsum("tj,sji->sti", EF, A) - f[:, None, :]
+        self.emax = int(max(self.TU.max(), self.TF.max(), 2))
+        self.call = jax.jit(self._evaluate, static_argnames=("mode",))
+
+    # ------------------------------------------------------------------ set-up
+    def _check_exponents(self, E, B) -> None:
+        bad = [(s, i) for s in range(E.shape[0]) for i in range(E.shape[1])
+               if E[s, i] <= -1 and (E[s, i] < -1 or B[s, i] == 0)]
+        if not bad:
+            return
+        s, i = bad[0]
+        if E[s, i] == -1:
+            raise DiagramError(
+                f"divergence not regulated by eps: in sector {s} the integrand behaves as "
+                f"t_{i + 1}^-1 with no eps in the exponent (give the dimension or a power an "
+                "eps dependence that reaches this singularity)", "dimension")
+        raise DiagramError(
+            f"sector {s}: the integrand behaves as t_{i + 1}^({E[s, i]} + {B[s, i]} eps), a "
+            "singularity of degree above logarithmic; its subtraction needs Taylor terms "
+            "beyond the first, which loopint does not implement yet (raise the powers' or the "
+            "dimension's value at eps = 0, or split the integral)", "dimension")
+
+    @staticmethod
+    def _slot_table(singular: np.ndarray) -> _Slots:
+        S = singular.shape[0]
+        kmax = int(singular.sum(axis=1).max()) if S else 0
+        index = np.zeros((S, max(kmax, 1)), np.int64)
+        valid = np.zeros((S, max(kmax, 1)), bool)
+        for s in range(S):
+            cols = np.nonzero(singular[s])[0]
+            index[s, :len(cols)] = cols
+            valid[s, :len(cols)] = True
+        return _Slots(index, valid, kmax)
+
+    # ------------------------------------------------------------------ kinematics
+    def kinematics_array(self, kinematics: Mapping[str, object]) -> np.ndarray:
+        missing = [s for s in self.symbols if s not in kinematics]
+        if missing:
+            raise KeyError(f"missing kinematic value(s) for {missing}")
+        cols = [np.atleast_1d(np.asarray(kinematics[s], dtype=np.float64)) for s in self.symbols]
+        K = max([len(c) for c in cols] + [1])
+        cols = [np.broadcast_to(c, (K,)) for c in cols]
+        return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
+
+    def U_coefficients(self, kin) -> np.ndarray:
+        return _coefficients(self._codeU, self._sym_objs, kin)
+
+    def F_coefficients(self, kin) -> np.ndarray:
+        return _coefficients(self._codeF, self._sym_objs, kin)
+
+    @property
+    def U_exponents(self) -> np.ndarray:
+        return self._codeU.exponents
+
+    @property
+    def F_exponents(self) -> np.ndarray:
+        return self._codeF.exponents
+
+    def _kin_coefficients(self, code, kin):
+        """Coefficients [K, T] as traced JAX arrays."""
+        env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
+        cache: dict = {}
+        K = kin.shape[0]
+        cols = [jnp.broadcast_to(jnp.asarray(_walk(c, env, cache), self.rdtype), (K,))
+                for c in code.coefficients]
+        return jnp.stack(cols, axis=1)
+
+    # ------------------------------------------------------------------ evaluation
+    def bind(self, kin: np.ndarray, mode: str, lam: float = 0.0):
+        """``f(u) -> [n, K*M]`` for the engines (a pytree: new kinematics or lam never
+        recompile).  ``mode``: 'real' (F > 0), 'complex' (F <= 0, or a check) or 'deform'."""
+        fn = {"real": self._real, "complex": self._complex, "deform": self._deform}[mode]
+        return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype),
+                                     jnp.asarray(float(lam), self.rdtype))
+
+    def _real(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="real")
+
+    def _complex(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="complex")
+
+    def _deform(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="deform")
+
+    def _evaluate(self, kin, lam, u, mode: str = "real"):
+        kin = jnp.asarray(kin, self.rdtype)
+        u = jnp.asarray(u, self.rdtype)
+        n, d, K = u.shape[0], self.ndim, kin.shape[0]
+        H = self.hi + self.slots.kmax          # Taylor orders needed before the eps^-|T| shifts
+        cU = self._kin_coefficients(self._codeU, kin)              # [K, TU]
+        cF = self._kin_coefficients(self._codeF, kin)
+        real = mode == "real"
+        dtype = self.rdtype if real else self.cdtype
+        tc = _T_SUBTRACT.get(self.precision, 1e-12)
+        tmin = _T_MIN.get(self.precision, 1e-30)
+        kmax = self.slots.kmax
+        a0, a1, b0, b1 = (float(v) for v in (self.a0, self.a1, self.b0, self.b1))
+
+        def sector(total, data):
+            TU, TF, E, B, idx, valid = data
+            hot = (idx[:, None] == jnp.arange(d)[None, :]) & valid[:, None]      # [k, d]
+            singular = jnp.any(hot, axis=0)
+            ts = jnp.maximum(u, jnp.where(singular, tc, tmin)[None, :])          # [n, d]
+            logt = jnp.log(ts)
+            tpow = ts ** E[None, :]
+            for Tbits in range(1 << kmax):
+                on = [(Tbits >> j) & 1 == 1 for j in range(kmax)]
+                on_arr = jnp.asarray(on + [False] * (idx.shape[0] - kmax), bool)
+                face = jnp.any(hot & on_arr[:, None], axis=0)                   # [d]
+                tT = jnp.where(face[None, :], 0.0, ts)
+                base, L = self._regular(tT, cU, cF, TU, TF, E, B, lam, mode, a0, a1, b0, b1)
+                # the monomial factors of the coordinates not on a face
+                mono = jnp.prod(jnp.where(face[None, :], 1.0, tpow), axis=1)     # [n]
+                Lt = jnp.sum(jnp.where(face[None, :], 0.0, B[None, :] * logt), axis=1)
+                base = base * mono[:, None]
+                L = L + Lt[:, None]
+                series = _exp_series(L, H, base)                                  # H+1 x [n, K]
+                for j in range(kmax):
+                    if on[j]:
+                        q = self._face_factor(ts[:, idx[j]], E[idx[j]], B[idx[j]], H)
+                        series = _mul_series(series, [c[:, None] for c in q], H)
+                used = jnp.all(valid | ~on_arr)
+                shift = sum(on)
+                out = []
+                for m in range(self.M):
+                    k = self.lo + m + shift
+                    out.append(series[k] if 0 <= k <= H else jnp.zeros((n, K), dtype))
+                term = jnp.stack(out, axis=2)                                     # [n, K, M]
+                total = total + jnp.where(used, term, 0.0)
+            return total, None
+
+        data = (jnp.asarray(self.TU, jnp.int32), jnp.asarray(self.TF, jnp.int32),
+                jnp.asarray(self.E, self.rdtype), jnp.asarray(self.B, self.rdtype),
+                jnp.asarray(self.slots.index, jnp.int32), jnp.asarray(self.slots.valid))
+        init = jnp.zeros((n, K, self.M), dtype)
+        total, _ = jax.lax.scan(sector, init, data)
+        return total.reshape(n, K * self.M)
+
+    @staticmethod
+    def _face_factor(t, E, B, H):
+        """eps times the factor of a coordinate put on its face, 1/(E + 1 + B eps) - t^(E + B
+        eps), as Taylor coefficients 0..H ([n] each).  For E = -1 its constant term is 1/B
+        (the pole); otherwise 0 (no pole: the eps it carries is removed by the caller's
+        shift)."""
+        pole = E == -1.0
+        Bsafe = jnp.where(B == 0, 1.0, B)
+        Ep1 = jnp.where(pole, 1.0, E + 1.0)
+        tE = t ** E
+        lt = B * jnp.log(t)
+        out = [jnp.where(pole, 1.0 / Bsafe, 0.0) * jnp.ones_like(t)]
+        term = tE                     # t^E (B log t)^k / k!, k = m - 1
+        for m in range(1, H + 1):
+            k = m - 1
+            if k > 0:
+                term = term * lt / k
+            geo = (1.0 / Ep1) * (-B / Ep1) ** k                  # 1/(E+1+B eps), order k
+            out.append(jnp.where(pole, 0.0, geo) - term)
+        return out
+
+    def _regular(self, t, cU, cF, TU, TF, E, B, lam, mode, a0, a1, b0, b1):
+        """The regular factor at cube points t ([n, d], faces already zero): its eps^0 part
+        ``base[n, K]`` and the exponent ``L[n, K]`` with factor = base * exp(eps L)."""
+        if mode == "deform":
+            z, r, jac, ok = self._deformation(t, cF, TF, lam)
+            mU = _monomials(z, TU, self.emax)                   # [n, TU] complex
+            mF = _monomials(z, TF, self.emax)
+            Ut = mU @ cU.T.astype(mU.dtype)                     # [n, K]
+            Ft = mF @ cF.T.astype(mF.dtype)
+            logU = jnp.log(Ut)
+            logF = _log_minus_i0(Ft)
+            logr = jnp.log(r)                                   # [n, d], Re r = 1
+            base = jnp.exp(a0 * logU - b0 * logF + jnp.sum(E[None, :] * logr, axis=1)[:, None])
+            base = base * jac[:, None]
+            L = a1 * logU - b1 * logF + jnp.sum(B[None, :] * logr, axis=1)[:, None]
+            bad = (~ok[:, None]) | (jnp.imag(Ft) > 1e-10 * jnp.abs(Ft)) | (jnp.real(Ut) <= 0)
+            return jnp.where(bad, jnp.nan, base), L
+        mU = _monomials(t, TU, self.emax)
+        mF = _monomials(t, TF, self.emax)
+        Ut = mU @ cU.T
+        Ft = mF @ cF.T
+        logU = jnp.log(Ut)
+        if mode == "real":
+            logF = jnp.log(Ft)
+        else:
+            logF = _log_minus_i0(jax.lax.complex(Ft, jnp.zeros_like(Ft)))
+        base = jnp.exp(a0 * logU - b0 * logF)
+        L = a1 * logU - b1 * logF
+        return base, L
+
+    def _deformation(self, t, cF, TF, lam):
+        """z = t - i lam t (1 - t) dF~/dt (one kinematic point: cF[1, T]), r = z/t, and the
+        Jacobian det(dz/dt); ``ok`` is False where the inputs are not finite."""
+        d = self.ndim
+        c = cF[0]
+        table = _power_table(t, self.emax)                               # [d, e+1, n]
+        mono_idx = jnp.clip(TF, 0, self.emax)
+        # dF~/dt_k and d2F~/dt_k dt_j from the exponents: exact polynomials, no division
+        g = []
+        for k in range(d):
+            ek = jnp.zeros(d, jnp.int32).at[k].set(1)
+            g.append(_deriv_sum(table, TF, c, ek, self.emax))
+        Hm = {}
+        for k in range(d):
+            for j in range(k + 1):
+                ekj = jnp.zeros(d, jnp.int32).at[k].add(1).at[j].add(1)
+                Hm[k, j] = _deriv_sum(table, TF, c, ekj, self.emax)
+        del mono_idx
+        w = t * (1.0 - t)                                                  # [n, d]
+        r = [jax.lax.complex(jnp.ones_like(g[k]), -lam * (1.0 - t[:, k]) * g[k]) for k in range(d)]
+        z = jnp.stack([t[:, k] * r[k] for k in range(d)], axis=1)
+        # dz_k/dt_j = delta_kj - i lam M_kj, M_kj = delta_kj (1 - 2 t_k) g_k + w_k H_kj
+        Mx = [[w[:, k] * Hm[max(k, j), min(k, j)] + ((1.0 - 2.0 * t[:, k]) * g[k] if j == k else 0.0)
+               for j in range(d)] for k in range(d)]
+        jac = _det_identity_minus_i(Mx, lam)
+        ok = jnp.all(jnp.isfinite(t), axis=1)
+        return z, jnp.stack(r, axis=1), jac, ok
+
+
+def _power_table(t, emax):
+    """[d, emax+1, n]: t_i^k, exact products (0^0 = 1)."""
+    cols = []
+    for i in range(t.shape[1]):
+        p = [jnp.ones_like(t[:, i]), t[:, i]]
+        for _ in range(2, emax + 1):
+            p.append(p[-1] * t[:, i])
+        cols.append(jnp.stack(p, axis=0))
+    return jnp.stack(cols, axis=0)
+
+
+def _monomials(t, T, emax):
+    """prod_i t_i^T[m, i] for every monomial m: [n, M] (t real or complex)."""
+    table = _power_table(t, emax)                                         # [d, e+1, n]
+    d = t.shape[1]
+    picked = table[jnp.arange(d)[None, :], T]                             # [M, d, n]
+    return jnp.prod(picked, axis=1).T
+
+
+def _deriv_sum(table, T, c, shift, emax):
+    """sum_m c_m d^shift t^T[m] at the points of ``table`` (a mixed partial derivative of the
+    polynomial sum_m c_m t^T[m]): falling factorials times lowered exponents, [n]."""
+    d = T.shape[1]
+    factor = jnp.ones(T.shape[0], table.dtype)
+    for i in range(d):
+        for q in range(2):
+            factor = factor * jnp.where(shift[i] > q, (T[:, i] - q).astype(table.dtype), 1.0)
+    lowered = jnp.clip(T - shift[None, :], 0, emax)
+    picked = table[jnp.arange(d)[None, :], lowered]                       # [M, d, n]
+    mono = jnp.prod(picked, axis=1)                                       # [M, n]
+    return jnp.einsum("m,mn->n", c * factor, mono)
+
+
+def _log_minus_i0(z):
+    """log(z - i0): the principal branch, with arg = -pi on the negative real axis."""
+    re, im = jnp.real(z), jnp.imag(z)
+    arg = jnp.arctan2(im, re)
+    arg = jnp.where((im == 0) & (re < 0), -jnp.pi, arg)
+    return jax.lax.complex(0.5 * jnp.log(re * re + im * im), arg)
+
+
+def _exp_series(L, H, base):
+    """base * exp(eps L) as Taylor coefficients 0..H."""
+    out = [base]
+    for m in range(1, H + 1):
+        out.append(out[-1] * L / m)
+    return out
+
+
+def _mul_series(a, b, H):
+    """Truncated Cauchy product of two Taylor series (lists of arrays) up to order H."""
+    out = []
+    for m in range(H + 1):
+        acc = a[m] * b[0]
+        for i in range(m):
+            acc = acc + a[i] * b[m - i]
+        out.append(acc)
+    return out
+
+
+def _coefficients(code, sym_objs, kin) -> np.ndarray:
+    kin = np.asarray(kin, dtype=np.float64)
+    env = {s: kin[:, i] for i, s in enumerate(sym_objs)}
+    cache: dict = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64),
+                                (kin.shape[0],)) for c in code.coefficients]
+    return np.stack(cols, axis=1)
+
+
+# ---------------------------------------------------------------------------- the driver
+PILOT_POINTS = 4096
+LAMBDA_FACTORS = (16.0, 8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125)
+LAMBDA_RETRIES = 2
+_SERIES: dict = {}
+
+
+@jax.jit
+def _apply(f, u):
+    return f(u)
+
+
+def series_integrand(diagram: Diagram, hi: int, precision: str = "float64") -> SeriesIntegrand:
+    """A :class:`SeriesIntegrand`, reused for the same polynomials, exponents and order (its
+    jitted engine kernels are then reused too)."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables),
+           tuple(sympy.srepr(v) for v in diagram.powers), sympy.srepr(diagram.dimension),
+           diagram.loops, int(hi), precision)
+    if key not in _SERIES:
+        if len(_SERIES) >= 16:
+            _SERIES.pop(next(iter(_SERIES)))
+        _SERIES[key] = SeriesIntegrand(diagram, hi, precision)
+    return _SERIES[key]
+
+
+def _pilot(si: SeriesIntegrand, f) -> np.ndarray:
+    from .lower import kronecker_points
+    pts = jnp.asarray(kronecker_points(PILOT_POINTS, si.ndim), si.rdtype)
+    return np.asarray(_apply(f, pts))
+
+
+def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> float:
+    """A deformation strength for one kinematic point: lam = c / max_k sum_m |c_m| deg_k(m)
+    (a bound of |dF~/dt_k| on the cube over all sectors) for c = 16 .. 1/32; a candidate is
+    eligible when the pilot sample is finite (the deformation holds: Im F~(z) <= 0) for it
+    and for the next larger one, and the eligible one with the smallest relative sample
+    variance wins (what cubature and QMC pay for)."""
+    c = np.abs(si.F_coefficients(kin)[0])
+    deg = si.TF.max(axis=0)                                            # [T, d]
+    gmax = float(np.max(c @ deg)) if deg.size else 0.0
+    lam0 = 1.0 / gmax if gmax > 0 else 1.0
+    stats = []
+    for fac in LAMBDA_FACTORS:
+        vals = _pilot(si, si.bind(kin, "deform", fac * lam0))
+        ok = bool(np.all(np.isfinite(vals)))
+        if ok:
+            mean = np.abs(vals.mean(axis=0))
+            var = vals.real.var(axis=0) + vals.imag.var(axis=0)
+            scale = max(float(mean.max()), 1e-300)
+            stats.append((True, float(np.sum(var / np.maximum(mean, 1e-3 * scale) ** 2))))
+        else:
+            stats.append((False, np.inf))
+    eligible = [(stats[i][1], LAMBDA_FACTORS[i]) for i in range(1, len(LAMBDA_FACTORS))
+                if stats[i][0] and stats[i - 1][0]]
+    if eligible:
+        return float(min(eligible)[1] * lam0)
+    valid = [LAMBDA_FACTORS[i] for i in range(len(LAMBDA_FACTORS)) if stats[i][0]]
+    return float((max(valid) if valid else LAMBDA_FACTORS[-1] / 4) * lam0)
+
+
+def _choose_method(s, ndim: int) -> str:
+    if s.method != "auto":
+        return s.method
+    return "cubature" if ndim <= 4 else "qmc"
+
+
+def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam: float = 0.0) -> dict:
+    """Integrate the bare series at the points ``kin`` (all of one region kind)."""
+    from .compute import _run_engine
+
+    f = si.bind(kin, mode, lam)
+    pilot = _pilot(si, f)
+    K = kin.shape[0]
+    mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(K, si.M)
+    scale = float(np.min(mean.max(axis=1)))
+    atol = s.atol if s.atol > 0 else max(s.rtol * ATOL_FRACTION * scale, 1e-300)
+    method = _choose_method(s, si.ndim)
+    r = _run_engine(method, f, si.ndim, s, s.rtol, atol, "decomposed",
+                    stop_on_nonfinite=(mode == "deform"))
+    v = np.asarray(r.value).astype(complex).reshape(K, si.M)
+    e = np.asarray(r.error).astype(complex).reshape(K, si.M)
+    return {"value": v, "error": e, "converged": bool(r.converged), "status": r.status,
+            "evaluations": int(r.evaluations), "method": method, "atol": atol}
+
+
+def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, err: np.ndarray,
+                     hi: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The product of the prefactor series and the bare series ([K, M] values and errors)
+    up to eps^hi: (values [K, J], errors [K, J], first order).  Errors add in absolute value
+    (the bare coefficients' errors are correlated: one integration)."""
+    first = pre_lo + lo
+    J = hi - first + 1
+    K = bare.shape[0]
+    val = np.zeros((K, J), complex)
+    er = np.zeros((K, J), complex)
+    for j in range(J):
+        for ip, p in enumerate(pre):
+            mb = j - ip
+            if 0 <= mb < bare.shape[1]:
+                val[:, j] += p * bare[:, mb]
+                er_re = abs(p.real) * err[:, mb].real + abs(p.imag) * err[:, mb].imag
+                er_im = abs(p.real) * err[:, mb].imag + abs(p.imag) * err[:, mb].real
+                er[:, j] += er_re + 1j * er_im
+    return val, er, first
+
+
+def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
+    """Every point of ``kin`` shares the supports of U and F (the caller grouped them)."""
+    pre_lo, _ = prefactor_series(diagram, s.prefactor, order)
+    si = series_integrand(diagram, order - pre_lo, s.precision)
+    first = pre_lo + si.lo
+    if order < first:
+        raise DiagramError(
+            f"eps_order = {order} is below the leading pole: the series starts at "
+            f"eps^{first} (give eps_order >= {first})", "eps_order")
+    _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
+    K = kin.shape[0]
+    regions = [classify_coefficients(si.F_exponents, c) for c in si.F_coefficients(kin)]
+    bare = np.zeros((K, si.M), complex)
+    berr = np.zeros((K, si.M), complex)
+    ok = np.zeros(K, bool)
+    status = [""] * K
+    methods, lams, evaluations = set(), {}, 0
+    batches = [("real", [k for k in range(K) if regions[k].kind == "euclidean"]),
+               ("complex", [k for k in range(K) if regions[k].kind == "negative"])]
+    batches += [("deform", [k]) for k in range(K) if regions[k].kind == "physical"]
+    for mode, idx in batches:
+        if not idx:
+            continue
+        if mode == "deform":
+            lam = float(s.contour_lambda) if s.contour_lambda != "auto" else \
+                _deformation_lambda(si, kin[idx])
+            for _ in range(LAMBDA_RETRIES + 1):
+                out = _run(si, kin[idx], mode, s, lam)
+                evaluations += out["evaluations"]
+                if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
+                    break
+                lam *= 0.25
+            lams[int(idx[0])] = lam
+        else:
+            out = _run(si, kin[idx], mode, s)
+            evaluations += out["evaluations"]
+        methods.add(out["method"])
+        bare[idx], berr[idx] = out["value"], out["error"]
+        ok[idx] = out["converged"]
+        for k in idx:
+            status[k] = out["status"]
+    val, err, first = _times_prefactor(pre_lo, pre, si.lo, bare, berr, order)
+    return {"value": val, "error": err, "first": first, "converged": ok, "status": status,
+            "region": [r.kind for r in regions], "methods": methods, "evaluations": evaluations,
+            "info": {"sectors": len(si.sectors), "sector_poles": si.poles,
+                     "prefactor_leading_order": pre_lo, "lambda": lams,
+                     "variables": si.ndim}}
+
+
+def compute_series(problem, s, progress, t_start: float):
+    """:func:`loopint.compute` for a regulated diagram: the Laurent coefficients."""
+    from .compute import Result, _integrand, _jsonable, _reduced, _support_groups, device_name
+
+    diagram = problem.diagram
+    batched = any(np.ndim(v) for v in problem.kinematics.values())
+    order = 0 if s.eps_order is None else s.eps_order
+    probe = _integrand(diagram, "simplex", "none", "float64")
+    kin = probe.kinematics_array(problem.kinematics)
+    K = kin.shape[0]
+    parts = []
+    for keep_U, keep_F, idx in _support_groups(probe, kin):
+        red = _reduced(diagram, probe, keep_U, keep_F, kin[idx])
+        parts.append((idx, _series_group(red, kin[idx], s, order)))
+    first = min(p["first"] for _, p in parts)
+    J = order - first + 1
+    val = np.zeros((K, J), complex)
+    err = np.zeros((K, J), complex)
+    ok = np.zeros(K, bool)
+    status, region = [""] * K, [""] * K
+    methods, evaluations, info = set(), 0, []
+    for idx, p in parts:
+        off = p["first"] - first
+        val[idx, off:] = p["value"]
+        err[idx, off:] = p["error"]
+        ok[idx] = p["converged"]
+        for i, k in enumerate(idx):
+            status[k] = p["status"][i]
+            region[k] = p["region"][i]
+        methods |= p["methods"]
+        evaluations += p["evaluations"]
+        info.append({"points": [int(k) for k in idx], **p["info"]})
+    converged = bool(np.all(ok))
+    if converged:
+        st = "converged"
+    else:
+        bad = sorted({x for x, y in zip(status, ok) if not y})
+        st = "; ".join(bad) if not batched else (
+            f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(bad[:3]))
+    pick = (lambda a: a) if batched else (lambda a: complex(a[0]))
+    coefficients = {first + j: pick(val[:, j]) for j in range(J)}
+    errors = {first + j: pick(err[:, j]) for j in range(J)}
+    main = min(0, order)
+    seconds = time.perf_counter() - t_start
+    if progress:
+        progress({"stage": "series", "value": val[:, main - first], "error": err[:, main - first],
+                  "evaluations": evaluations, "seconds": seconds})
+    return Result(
+        value=coefficients[main], error=errors[main], converged=converged, status=st,
+        method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
+        evaluations=int(evaluations), seconds=seconds, device=device_name(),
+        diagram=diagram.name, kinematics={k: _jsonable(v) for k, v in problem.kinematics.items()},
+        settings=s.to_dict(), region=region if batched else region[0],
+        info={"series": info if batched else info[0], "eps_order": order,
+              "point_converged": ok.tolist() if batched else None, "seconds_this_run": seconds},
+        coefficients=coefficients, coefficient_errors=errors)
+
+
+def _reduced_at(diagram: Diagram, kinematics) -> tuple[Diagram, np.ndarray | None]:
+    """The diagram with the monomials that vanish at a single kinematic point dropped, and
+    that point as ``kin[1, s]`` (None without kinematics: generic supports)."""
+    from .compute import _integrand, _reduced, _support_groups
+    if kinematics is None:
+        return diagram, None
+    probe = _integrand(diagram, "simplex", "none", "float64")
+    kin = probe.kinematics_array(kinematics)
+    keep_U, keep_F, _ = _support_groups(probe, kin)[0]
+    return _reduced(diagram, probe, keep_U, keep_F, kin), kin
+
+
+def structure(diagram: Diagram, kinematics: Mapping[str, float] | None = None,
+              eps_order: int = 0, convention: str = "pysecdec") -> str:
+    """The pole structure of a regulated integral (``loopint show``): the sectors, the
+    variables whose blow-ups carry poles, and the leading pole of the series."""
+    red, kin = _reduced_at(diagram, kinematics)
+    pre_lo, _ = prefactor_series(red, convention, eps_order)
+    si = series_integrand(red, eps_order - pre_lo)
+    poles = np.vectorize(lambda e: e == -1.0)(si.E)
+    per = poles.sum(axis=1)
+    lines = [f"leading pole eps^{pre_lo + si.lo} at most (prefactor from eps^{pre_lo}, the "
+             f"parametric integral from eps^{si.lo})",
+             f"{len(si.sectors)} sectors of {si.ndim} variables; sectors with 0, 1, 2, ... "
+             f"poles: {np.bincount(per).tolist()}"]
+    if kin is None:
+        lines.append("(generic kinematics: a point whose masses or legs vanish can have more)")
+    return "\n".join(lines)
