@@ -479,7 +479,7 @@ def _powers(powers, n):
         v = regulator_linear(p, f"powers[{i}]")
         if v.subs(EPS, 0) < 0 or (v.subs(EPS, 0) == 0 and v != 0):
             raise DiagramError(
-                f"powers[{i}]: power {v} is not positive at eps = 0 (numerators are not "
+                f"powers[{i}]: negative power {v} (or zero at eps = 0; numerators are not "
                 "supported; 0 drops the line)", "powers")
         out.append(v)
     return out

@@ -162,6 +162,8 @@ class SeriesIntegrand:
         self.TU = np.einsum("tj,sji->sti", EU, A) - u[:, None, :]
         self.TF = np.einsum("tj,sji->sti", EF, A) - f[:, None, :]
         self.emax = int(max(self.TU.max(), self.TF.max(), 2))
+        counts = self.slots.valid.sum(axis=1)
+        self._groups = [(int(k), np.nonzero(counts == k)[0]) for k in np.unique(counts)]
         self.call = jax.jit(self._evaluate, static_argnames=("mode",))
 
     # ------------------------------------------------------------------ set-up
@@ -248,54 +250,57 @@ class SeriesIntegrand:
         kin = jnp.asarray(kin, self.rdtype)
         u = jnp.asarray(u, self.rdtype)
         n, d, K = u.shape[0], self.ndim, kin.shape[0]
-        H = self.hi + self.slots.kmax          # Taylor orders needed before the eps^-|T| shifts
         cU = self._kin_coefficients(self._codeU, kin)              # [K, TU]
         cF = self._kin_coefficients(self._codeF, kin)
         real = mode == "real"
         dtype = self.rdtype if real else self.cdtype
         tc = _T_SUBTRACT.get(self.precision, 1e-12)
         tmin = _T_MIN.get(self.precision, 1e-30)
-        kmax = self.slots.kmax
         a0, a1, b0, b1 = (float(v) for v in (self.a0, self.a1, self.b0, self.b1))
 
-        def sector(total, data):
-            TU, TF, E, B, idx, valid = data
-            hot = (idx[:, None] == jnp.arange(d)[None, :]) & valid[:, None]      # [k, d]
-            singular = jnp.any(hot, axis=0)
-            ts = jnp.maximum(u, jnp.where(singular, tc, tmin)[None, :])          # [n, d]
-            logt = jnp.log(ts)
-            tpow = ts ** E[None, :]
-            for Tbits in range(1 << kmax):
-                on = [(Tbits >> j) & 1 == 1 for j in range(kmax)]
-                on_arr = jnp.asarray(on + [False] * (idx.shape[0] - kmax), bool)
-                face = jnp.any(hot & on_arr[:, None], axis=0)                   # [d]
-                tT = jnp.where(face[None, :], 0.0, ts)
-                base, L = self._regular(tT, cU, cF, TU, TF, E, B, lam, mode, a0, a1, b0, b1)
-                # the monomial factors of the coordinates not on a face
-                mono = jnp.prod(jnp.where(face[None, :], 1.0, tpow), axis=1)     # [n]
-                Lt = jnp.sum(jnp.where(face[None, :], 0.0, B[None, :] * logt), axis=1)
-                base = base * mono[:, None]
-                L = L + Lt[:, None]
-                series = _exp_series(L, H, base)                                  # H+1 x [n, K]
-                for j in range(kmax):
-                    if on[j]:
-                        q = self._face_factor(ts[:, idx[j]], E[idx[j]], B[idx[j]], H)
-                        series = _mul_series(series, [c[:, None] for c in q], H)
-                used = jnp.all(valid | ~on_arr)
-                shift = sum(on)
-                out = []
-                for m in range(self.M):
-                    k = self.lo + m + shift
-                    out.append(series[k] if 0 <= k <= H else jnp.zeros((n, K), dtype))
-                term = jnp.stack(out, axis=2)                                     # [n, K, M]
-                total = total + jnp.where(used, term, 0.0)
-            return total, None
+        def make_sector(kmax):
+            H = self.hi + kmax          # Taylor orders needed before the eps^-|T| shifts
 
-        data = (jnp.asarray(self.TU, jnp.int32), jnp.asarray(self.TF, jnp.int32),
-                jnp.asarray(self.E, self.rdtype), jnp.asarray(self.B, self.rdtype),
-                jnp.asarray(self.slots.index, jnp.int32), jnp.asarray(self.slots.valid))
-        init = jnp.zeros((n, K, self.M), dtype)
-        total, _ = jax.lax.scan(sector, init, data)
+            def sector(total, data):
+                TU, TF, E, B, idx, valid = data
+                hot = (idx[:, None] == jnp.arange(d)[None, :]) & valid[:, None]  # [k, d]
+                singular = jnp.any(hot, axis=0)
+                ts = jnp.maximum(u, jnp.where(singular, tc, tmin)[None, :])      # [n, d]
+                logt = jnp.log(ts)
+                tpow = ts ** E[None, :]
+                for Tbits in range(1 << kmax):
+                    on = [(Tbits >> j) & 1 == 1 for j in range(kmax)]
+                    on_arr = jnp.asarray(on + [False] * (idx.shape[0] - kmax), bool)
+                    face = jnp.any(hot & on_arr[:, None], axis=0)               # [d]
+                    tT = jnp.where(face[None, :], 0.0, ts)
+                    base, L = self._regular(tT, cU, cF, TU, TF, E, B, lam, mode, a0, a1, b0, b1)
+                    # the monomial factors of the coordinates not on a face
+                    mono = jnp.prod(jnp.where(face[None, :], 1.0, tpow), axis=1)  # [n]
+                    Lt = jnp.sum(jnp.where(face[None, :], 0.0, B[None, :] * logt), axis=1)
+                    series = _exp_series(L + Lt[:, None], H, base * mono[:, None])
+                    for j in range(kmax):
+                        if on[j]:
+                            q = self._face_factor(ts[:, idx[j]], E[idx[j]], B[idx[j]], H)
+                            series = _mul_series(series, [c[:, None] for c in q], H)
+                    shift = sum(on)
+                    out = []
+                    for m in range(self.M):
+                        k = self.lo + m + shift
+                        out.append(series[k] if 0 <= k <= H else jnp.zeros((n, K), dtype))
+                    total = total + jnp.stack(out, axis=2)                        # [n, K, M]
+                return total, None
+            return sector
+
+        # sectors grouped by their number of singular coordinates k: each group scans one
+        # traced body with 2^k face terms (the program does not grow with the sectors)
+        total = jnp.zeros((n, K, self.M), dtype)
+        for k, rows in self._groups:
+            width = max(k, 1)
+            data = (jnp.asarray(self.TU[rows], jnp.int32), jnp.asarray(self.TF[rows], jnp.int32),
+                    jnp.asarray(self.E[rows], self.rdtype), jnp.asarray(self.B[rows], self.rdtype),
+                    jnp.asarray(self.slots.index[rows, :width], jnp.int32),
+                    jnp.asarray(self.slots.valid[rows, :width]))
+            total, _ = jax.lax.scan(make_sector(k), total, data)
         return total.reshape(n, K * self.M)
 
     @staticmethod

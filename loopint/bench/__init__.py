@@ -3,7 +3,8 @@
 Suites: ``seeds`` (the seeds' own problems: pentagon, ladder vertex, Table 5.1, stochastic
 geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside),
 ``files`` (every bundled diagram file with the defaults, cold process and warm) and
-``physical`` (physical points against independent references, each in two unit systems).
+``physical`` (physical points against independent references, each in two unit systems) and
+``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -29,7 +30,9 @@ SUITES = {
 }
 SUITES["files"] = [("loopint.bench.files_cases", "all")]
 SUITES["physical"] = [("loopint.bench.physical_cases", "all")]
-SUITES["all"] = SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
+SUITES["dimreg"] = [("loopint.bench.dimreg_cases", "all")]
+SUITES["all"] = (SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
+                 + SUITES["dimreg"])
 
 COLUMNS = ("case", "method", "value", "error", "true_error", "evaluations", "seconds",
            "compile_seconds", "evals_per_s", "device")
@@ -77,7 +80,7 @@ def run_suite(suite: str, quick: bool = False, json_path: str | None = None,
     """
     rows: list[dict] = []
     for mod, which in SUITES[suite]:
-        if only is not None and not mod.endswith(("seeds_cases", "files_cases")):
+        if only is not None and not mod.endswith(("seeds_cases", "files_cases", "dimreg_cases")):
             continue
         t0 = time.perf_counter()
         try:
