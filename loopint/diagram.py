@@ -407,23 +407,25 @@ def _assemble(name, L, dimension, pieces, pw, gram, syms, *, form, mass_symbols=
                    propagators=propagators)
 
 
-def regulator_linear(text, key: str):
+def regulator_linear(text, key: str, label: str | None = None):
     """``a + b*eps`` (a, b rational) from a number or an expression string in the symbol
-    ``eps``; DiagramError naming ``key`` otherwise."""
+    ``eps``; DiagramError with ``key`` otherwise (its message starts with ``label``, default
+    the key)."""
+    label = label or key
     if isinstance(text, bool) or not isinstance(text, (int, float, str, sympy.Expr)):
-        raise DiagramError(f"{key}: must be a number or an expression in eps, got {text!r}", key)
+        raise DiagramError(f"{label}: must be a number or an expression in eps, got {text!r}", key)
     try:
         if isinstance(text, str):
             v = sympy.expand(parse_expression(text, {"eps": EPS}))
         else:
             v = sympy.nsimplify(text, rational=True)
     except (ExpressionError, TypeError, ValueError) as e:
-        raise DiagramError(f"{key}: {e} (allowed: numbers and the regulator eps)", key) from None
+        raise DiagramError(f"{label}: {e} (allowed: numbers and the regulator eps)", key) from None
     if not v.free_symbols <= {EPS}:
-        raise DiagramError(f"{key}: {text!r} has symbols other than eps", key)
+        raise DiagramError(f"{label}: {text!r} has symbols other than eps", key)
     p = sympy.Poly(v, EPS)
     if p.degree() > 1 or not all(c.is_Rational for c in p.all_coeffs()):
-        raise DiagramError(f"{key}: must be a + b*eps with rational a, b, got {text!r}", key)
+        raise DiagramError(f"{label}: must be a + b*eps with rational a, b, got {text!r}", key)
     return v
 
 
@@ -476,7 +478,7 @@ def _powers(powers, n):
     for i, p in enumerate(pw):
         if isinstance(p, bool) or not isinstance(p, (int, float, str)):
             raise DiagramError(f"powers[{i}]: must be a number, got {p!r}", "powers")
-        v = regulator_linear(p, f"powers[{i}]")
+        v = regulator_linear(p, "powers", f"powers[{i}]")
         if v.subs(EPS, 0) < 0 or (v.subs(EPS, 0) == 0 and v != 0):
             raise DiagramError(
                 f"powers[{i}]: negative power {v} (or zero at eps = 0; numerators are not "

@@ -330,7 +330,8 @@ def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None)
         try:
             D = regulator_linear(dim, "dimension")
         except DiagramError as e:
-            raise _err(path, "diagram.dimension", str(e).split(": ", 1)[-1]) from None
+            raise _err(path, "diagram.dimension", "must be a positive number or a + b*eps (e.g. "
+                       f"\"4 - 2*eps\"): {str(e).split(': ', 1)[-1]}") from None
         if D.subs(EPS, 0) <= 0:
             raise _err(path, "diagram.dimension", f"must be positive at eps = 0, got {dim!r}")
     elif isinstance(dim, bool) or not isinstance(dim, (int, float)) or not math.isfinite(dim) or dim <= 0:
