@@ -1,0 +1,180 @@
+"""Dimensional regularization: loopint's Laurent coefficients in eps against independent
+references.
+
+The cases of tests/dimreg_points.py (one-loop bubbles with UV poles, massless triangles and
+boxes with soft and collinear 1/eps^2, the massive and massless two-loop sunrise, the
+massless two-loop planar and crossed vertices with 1/eps^4, pySecDec's documented box1L and
+triangle2L examples; Euclidean and physical kinematics) are computed by
+
+    loopint.compute(Diagram.from_graph(..., dimension="4 - 2*eps", powers=...),
+                    kinematics=..., eps_order=k, rtol=R)          (R: 1e-6 one loop, 1e-4 two)
+
+and compared, order by order from the leading pole to eps^k, with the references
+(closed forms and mpmath quadratures, else pySecDec 1.6.6; tests/test_dimreg_references.py
+checks those against each other).  Asserted per case and unit system:
+
+* converged, and a coefficient for every order of the reference (extra leading orders
+  must vanish within their errors);
+* right: |c_j - ref_j| <= 5 |error_j| + the reference's allowance + 1e-12 max|ref|;
+* honest and useful errors: |error_j| <= 10 rtol max_i |ref_i| (not absurdly large; the
+  true error within 5 errors is the previous line).
+
+"GeV" units (masses * 150, invariants * 150^2) for a few cases in the default run and for
+the others under ``slow``: there the reference is ``rescale`` of the m = 1 coefficients, the
+orders mixing by lam^(4L - 2nu) exp(-2 L eps log lam).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from math import factorial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loopint
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dimreg_points as dp  # noqa: E402
+
+RTOL = {1: 1e-6, 2: 1e-4}
+UNITS = ("m=1", "GeV")
+# GeV units in the default run for these (one of each kind: a physical massive bubble, a
+# squared propagator, a massless physical triangle, a two-loop closed form)
+GEV_DEFAULT = {"B_12_phys", "B_pow21_eucl", "T0_phys", "SS0_eucl"}
+# physical boxes take 50-90 s of CPU each at rtol 1e-6 (contour deformation of a 3-D
+# integrand with 1/eps^2): under ``slow``
+SLOW_ONE_LOOP = {"D0_phys", "D1_phys", "box1L_psd"}
+
+
+@functools.lru_cache(maxsize=None)
+def diagram(name: str):
+    c = dp.CASES_BY_NAME[name]
+    return loopint.Diagram.from_graph(internal_lines=c["internal_lines"],
+                                      external_lines=c["external_lines"],
+                                      scalar_products=c["scalar_products"],
+                                      dimension=dp.DIMENSION, powers=c["powers"])
+
+
+@functools.lru_cache(maxsize=None)
+def run(name: str, unit: str):
+    c = dp.CASES_BY_NAME[name]
+    kin = c["kinematics"] if unit == "m=1" else dp.scaled_kinematics(c["kinematics"])
+    return loopint.compute(diagram(name), kinematics=kin, eps_order=c["eps_order"],
+                           rtol=RTOL[c["loops"]])
+
+
+def expected(name: str, unit: str) -> tuple[dict, dict, str]:
+    """(coefficients, allowance, source) in the unit system: the m = 1 reference, rescaled
+    for GeV (the allowance through the same series with absolute values)."""
+    c = dp.CASES_BY_NAME[name]
+    ref, err, src = dp.reference(c)
+    if unit == "m=1":
+        return ref, {j: abs(e) for j, e in err.items()}, src
+    nu = dp.nu(c)
+    lam = dp.LAMBDA
+    a, sc = 2 * c["loops"] * np.log(lam), lam ** (4 * c["loops"] - 2 * nu)
+    lo = min(err)
+    allow = {j: sc * sum(a ** n / factorial(n) * abs(err[j - n]) for n in range(0, j - lo + 1))
+             for j in err}
+    return dp.rescale(ref, c["loops"], nu, lam), allow, src
+
+
+def problems(name: str, unit: str) -> list[str]:
+    c = dp.CASES_BY_NAME[name]
+    r = run(name, unit)
+    ref, allow, src = expected(name, unit)
+    rtol = RTOL[c["loops"]]
+    scale = max(abs(v) for v in ref.values())
+    head = f"{name} [{unit}] ({c['region']}, reference {src})"
+    out = []
+    if not r.converged:
+        out.append(f"{head}: not converged ({r.status})")
+    got, errs = r.coefficients or {}, r.coefficient_errors or {}
+    for j in sorted(set(ref) | set(got)):
+        if j not in got:
+            if j <= c["eps_order"]:
+                out.append(f"{head}: no coefficient of eps^{j} (reference {ref[j]!r})")
+            continue
+        if j > c["eps_order"]:
+            continue            # more orders than asked: not checked
+        v, e = complex(got[j]), complex(errs.get(j, np.inf))
+        err = float(np.hypot(e.real, e.imag))
+        want = ref.get(j, 0j)
+        diff = abs(v - want)
+        line = (f"eps^{j}: {v!r} +- {err:.3g} vs {want!r} (+- {allow.get(j, 0):.3g}), "
+                f"|diff| = {diff:.3g}")
+        if not diff <= 5 * err + allow.get(j, 0) + 1e-12 * scale:
+            out.append(f"{head}: wrong beyond 5 errors: {line}")
+        if not err <= 10 * rtol * scale:
+            out.append(f"{head}: error larger than 10 rtol max|c|: {line}")
+    return out
+
+
+def _check(name: str, units=UNITS):
+    found = [p for u in units for p in problems(name, u)]
+    assert not found, "\n".join(found)
+
+
+def _is_slow(c) -> bool:
+    return (c["loops"] == 2 and c["diagram"] != "sunrise_massless") \
+        or c["name"] in SLOW_ONE_LOOP
+
+
+# the expensive cases take minutes each on a 2-core CPU (the GPU benchmark `loopint bench
+# --suite dimreg` runs all of them): set LOOPINT_DIMREG_ALL=1 to run them here too
+ALL = pytest.mark.skipif(not os.environ.get("LOOPINT_DIMREG_ALL"),
+                         reason="expensive on a CPU; set LOOPINT_DIMREG_ALL=1")
+DEFAULT = [pytest.param(c["name"], id=c["name"]) for c in dp.CASES if not _is_slow(c)]
+SLOW = [pytest.param(c["name"], id=c["name"], marks=[pytest.mark.slow, ALL]) for c in dp.CASES
+        if _is_slow(c)]
+
+
+@pytest.mark.parametrize("name", DEFAULT)
+def test_dimreg_case(name):
+    """The cheap cases (one loop but the physical boxes, the massless sunrise) in m = 1
+    units, a few also in GeV units."""
+    _check(name, UNITS if name in GEV_DEFAULT else ("m=1",))
+
+
+@pytest.mark.parametrize("name", SLOW)
+def test_dimreg_case_slow(name):
+    """The physical boxes, the massive sunrise, the two-loop massless vertices, triangle2L
+    (m = 1 units)."""
+    _check(name, ("m=1",))
+
+
+@pytest.mark.slow
+@ALL
+@pytest.mark.parametrize("name", [c["name"] for c in dp.CASES
+                                  if c["name"] not in GEV_DEFAULT
+                                  and (c["loops"] == 1 or c["diagram"].startswith("sunrise"))])
+def test_dimreg_case_gev_units(name):
+    """The other one-loop cases and the sunrises in GeV units: the coefficients mix."""
+    _check(name, ("GeV",))
+
+
+def test_unit_systems_mix_orders():
+    """The coefficients in GeV units are NOT the m = 1 ones times one power of lambda: the
+    GeV references are rescale() of the m = 1 ones, here the massive bubble (1/eps pole: the
+    eps^0 coefficient shifts by -2 log(150))."""
+    ref1, _, _ = expected("B_12_eucl", "m=1")
+    ref2, _, _ = expected("B_12_eucl", "GeV")
+    assert ref2[-1] == pytest.approx(ref1[-1])
+    assert ref2[0] == pytest.approx(ref1[0] - 2 * np.log(dp.LAMBDA) * ref1[-1])
+
+
+def test_result_fields():
+    """coefficients and coefficient_errors are dicts {int: complex} from the leading pole to
+    eps_order (the massless triangle: -2 .. 1)."""
+    r = run("T0_eucl", "m=1")
+    assert sorted(r.coefficients) == [-2, -1, 0, 1]
+    assert sorted(r.coefficient_errors) == sorted(r.coefficients)
+    for j in r.coefficients:
+        assert isinstance(j, int)
+        complex(r.coefficients[j])
+        e = complex(r.coefficient_errors[j])
+        assert e.real >= 0 and e.imag >= 0
