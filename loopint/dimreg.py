@@ -60,7 +60,7 @@ import sympy
 
 from . import precision as _precision
 from .diagram import EPS, Diagram, DiagramError, classify_coefficients, is_scaleless
-from .lower import _det_identity_minus_i, _poly_code, _walk
+from .lower import _det_identity_minus_i, _poly_code, _walk, kinematics_array
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
 
 # Singular coordinates are clamped at this value (float64; float32 below): the subtracted
@@ -164,7 +164,6 @@ class SeriesIntegrand:
         self.emax = int(max(self.TU.max(), self.TF.max(), 2))
         counts = self.slots.valid.sum(axis=1)
         self._groups = [(int(k), np.nonzero(counts == k)[0]) for k in np.unique(counts)]
-        self.call = jax.jit(self._evaluate, static_argnames=("mode",))
 
     # ------------------------------------------------------------------ set-up
     def _check_exponents(self, E, B) -> None:
@@ -198,13 +197,7 @@ class SeriesIntegrand:
 
     # ------------------------------------------------------------------ kinematics
     def kinematics_array(self, kinematics: Mapping[str, object]) -> np.ndarray:
-        missing = [s for s in self.symbols if s not in kinematics]
-        if missing:
-            raise KeyError(f"missing kinematic value(s) for {missing}")
-        cols = [np.atleast_1d(np.asarray(kinematics[s], dtype=np.float64)) for s in self.symbols]
-        K = max([len(c) for c in cols] + [1])
-        cols = [np.broadcast_to(c, (K,)) for c in cols]
-        return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
+        return kinematics_array(self.symbols, kinematics)
 
     def U_coefficients(self, kin) -> np.ndarray:
         return _coefficients(self._codeU, self._sym_objs, kin)
@@ -360,7 +353,6 @@ class SeriesIntegrand:
         d = self.ndim
         c = cF[0]
         table = _power_table(t, self.emax)                               # [d, e+1, n]
-        mono_idx = jnp.clip(TF, 0, self.emax)
         # dF~/dt_k and d2F~/dt_k dt_j from the exponents: exact polynomials, no division
         g = []
         for k in range(d):
@@ -371,7 +363,6 @@ class SeriesIntegrand:
             for j in range(k + 1):
                 ekj = jnp.zeros(d, jnp.int32).at[k].add(1).at[j].add(1)
                 Hm[k, j] = _deriv_sum(table, TF, c, ekj, self.emax)
-        del mono_idx
         w = t * (1.0 - t)                                                  # [n, d]
         r = [jax.lax.complex(jnp.ones_like(g[k]), -lam * (1.0 - t[:, k]) * g[k]) for k in range(d)]
         z = jnp.stack([t[:, k] * r[k] for k in range(d)], axis=1)

@@ -279,13 +279,7 @@ class Integrand:
     # ------------------------------------------------------------------ pieces
     def kinematics_array(self, kinematics: Mapping[str, object]) -> np.ndarray:
         """``kin[K, s]`` from a mapping of symbol -> number or 1-D array (broadcast to K)."""
-        missing = [s for s in self.symbols if s not in kinematics]
-        if missing:
-            raise KeyError(f"missing kinematic value(s) for {missing}")
-        cols = [np.atleast_1d(np.asarray(kinematics[s], dtype=np.float64)) for s in self.symbols]
-        K = max([len(c) for c in cols] + [1])
-        cols = [np.broadcast_to(c, (K,)) for c in cols]
-        return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
+        return kinematics_array(self.symbols, kinematics)
 
     def _kin(self, kinematics) -> np.ndarray:
         """``kin[K, s]`` as given, or from a mapping (:meth:`kinematics_array`)."""
@@ -702,6 +696,18 @@ class Integrand:
 
     def _complex_eval(self, kin, delta, u):
         return self._evaluate(kin, delta, u, real=False)
+
+
+def kinematics_array(symbols: Sequence[str], kinematics: Mapping[str, object]) -> np.ndarray:
+    """``kin[K, s]`` (columns in the order of ``symbols``) from a mapping of symbol -> number
+    or 1-D array (broadcast to K)."""
+    missing = [s for s in symbols if s not in kinematics]
+    if missing:
+        raise KeyError(f"missing kinematic value(s) for {missing}")
+    cols = [np.atleast_1d(np.asarray(kinematics[s], dtype=np.float64)) for s in symbols]
+    K = max([len(c) for c in cols] + [1])
+    cols = [np.broadcast_to(c, (K,)) for c in cols]
+    return np.stack(cols, axis=1) if cols else np.zeros((K, 0))
 
 
 def kronecker_points(n: int, d: int) -> np.ndarray:
