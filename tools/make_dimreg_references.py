@@ -5,16 +5,18 @@
 pySecDec is NOT a dependency of loopint: this script runs in its own virtual environment, and
 the JSON file carries the numbers with their source.  To regenerate (on 2 cores: the
 one-loop cases about a minute each, mostly FORM and the compiler; the two-loop massless
-vertices 10-30 minutes each)::
+vertices 5-15 minutes each, triangle2L_psd 25 minutes)::
 
     python -m venv /work/pysecdec-venv && /work/pysecdec-venv/bin/pip install pySecDec==1.6.6
     /work/pysecdec-venv/bin/python tools/make_dimreg_references.py --workdir /tmp/psd-dimreg
-    # options: --only NAME [NAME ...] (merge those cases into the existing file), --jobs 2
+    # options: --only NAME [NAME ...] (merge those cases into the existing file), --jobs 2,
+    # --wall SECONDS (instead of WALL: triangle2L_psd stops at the 900 s limit with
+    # errors 1.8e-4 at eps^0; a longer --wall lowers them)
 
 For every case of tests/dimreg_points.py (also those with an mpmath reference: pySecDec's
-value there checks both) except the ``pysecdec+continuation`` ones (derived exactly from
-their Euclidean partner), pySecDec 1.6.6 (S. Borowka et al., Comput. Phys. Commun. 222
-(2018) 313) is run with
+value there checks both) except the physical massless two-loop vertices (CONTINUED_FROM:
+their check is the Euclidean partner's value continued exactly), pySecDec 1.6.6
+(S. Borowka et al., Comput. Phys. Commun. 222 (2018) 313) is run with
 
 * ``LoopIntegralFromGraph`` on the case's graph, every scalar product of the external
   momenta replaced by its value in terms of the kinematic symbols (momentum conservation
@@ -145,7 +147,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="case names (merged into the existing file)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=OUT)
+    ap.add_argument("--wall", type=int, help="wall-clock limit per evaluation (s), instead of "
+                                              "WALL[loops]")
     a = ap.parse_args(argv)
+    if a.wall:
+        WALL.update({1: a.wall, 2: a.wall})
     import pySecDec
     P = _points_module()
     os.makedirs(a.workdir, exist_ok=True)
@@ -154,7 +160,7 @@ def main(argv=None) -> int:
         with open(a.out) as f:
             data = json.load(f)
     todo = [c for c in P.CASES if (not a.only or c["name"] in a.only)
-            and c["reference"] != "pysecdec+continuation"]
+            and c["name"] not in P.CONTINUED_FROM]
     for c in todo:
         name = c["name"]
         kin1 = c["kinematics"]
