@@ -223,12 +223,18 @@ class SeriesIntegrand:
         return jnp.stack(cols, axis=1)
 
     # ------------------------------------------------------------------ evaluation
-    def bind(self, kin: np.ndarray, mode: str, lam: float = 0.0):
+    def bind(self, kin: np.ndarray, mode: str, lam=0.0, per_sector: bool = False):
         """``f(u) -> [n, K*M]`` for the engines (a pytree: new kinematics or lam never
-        recompile).  ``mode``: 'real' (F > 0), 'complex' (F <= 0, or a check) or 'deform'."""
+        recompile).  ``mode``: 'real' (F > 0), 'complex' (F <= 0, or a check) or 'deform';
+        ``lam``: the deformation strength, one for all sectors or one per sector [S].
+        ``per_sector``: ``f(u) -> [S, n, K*M]``, each sector's contribution apart (the
+        deformation's pilot)."""
         fn = {"real": self._real, "complex": self._complex, "deform": self._deform}[mode]
+        if per_sector:
+            fn = {"real": self._real_s, "complex": self._complex_s, "deform": self._deform_s}[mode]
+        lam = np.broadcast_to(np.asarray(lam, float), (len(self.sectors),))
         return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype),
-                                     jnp.asarray(float(lam), self.rdtype))
+                                     jnp.asarray(lam, self.rdtype))
 
     def _real(self, kin, lam, u):
         return self._evaluate(kin, lam, u, mode="real")
@@ -239,7 +245,16 @@ class SeriesIntegrand:
     def _deform(self, kin, lam, u):
         return self._evaluate(kin, lam, u, mode="deform")
 
-    def _evaluate(self, kin, lam, u, mode: str = "real"):
+    def _real_s(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="real", per_sector=True)
+
+    def _complex_s(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="complex", per_sector=True)
+
+    def _deform_s(self, kin, lam, u):
+        return self._evaluate(kin, lam, u, mode="deform", per_sector=True)
+
+    def _evaluate(self, kin, lam, u, mode: str = "real", per_sector: bool = False):
         kin = jnp.asarray(kin, self.rdtype)
         u = jnp.asarray(u, self.rdtype)
         n, d, K = u.shape[0], self.ndim, kin.shape[0]
@@ -255,18 +270,20 @@ class SeriesIntegrand:
             H = self.hi + kmax          # Taylor orders needed before the eps^-|T| shifts
 
             def sector(total, data):
-                TU, TF, E, B, idx, valid = data
+                TU, TF, E, B, idx, valid, lam_s = data
                 hot = (idx[:, None] == jnp.arange(d)[None, :]) & valid[:, None]  # [k, d]
                 singular = jnp.any(hot, axis=0)
                 ts = jnp.maximum(u, jnp.where(singular, tc, tmin)[None, :])      # [n, d]
                 logt = jnp.log(ts)
                 tpow = ts ** E[None, :]
+                part = jnp.zeros((n, K, self.M), dtype)
                 for Tbits in range(1 << kmax):
                     on = [(Tbits >> j) & 1 == 1 for j in range(kmax)]
                     on_arr = jnp.asarray(on + [False] * (idx.shape[0] - kmax), bool)
                     face = jnp.any(hot & on_arr[:, None], axis=0)               # [d]
                     tT = jnp.where(face[None, :], 0.0, ts)
-                    base, L = self._regular(tT, cU, cF, TU, TF, E, B, lam, mode, a0, a1, b0, b1)
+                    base, L = self._regular(tT, cU, cF, TU, TF, E, B, lam_s, mode, a0, a1, b0,
+                                            b1)
                     # the monomial factors of the coordinates not on a face
                     mono = jnp.prod(jnp.where(face[None, :], 1.0, tpow), axis=1)  # [n]
                     Lt = jnp.sum(jnp.where(face[None, :], 0.0, B[None, :] * logt), axis=1)
@@ -280,20 +297,25 @@ class SeriesIntegrand:
                     for m in range(self.M):
                         k = self.lo + m + shift
                         out.append(series[k] if 0 <= k <= H else jnp.zeros((n, K), dtype))
-                    total = total + jnp.stack(out, axis=2)                        # [n, K, M]
-                return total, None
+                    part = part + jnp.stack(out, axis=2)                          # [n, K, M]
+                return total + part, (part.reshape(n, K * self.M) if per_sector else None)
             return sector
 
         # sectors grouped by their number of singular coordinates k: each group scans one
         # traced body with 2^k face terms (the program does not grow with the sectors)
         total = jnp.zeros((n, K, self.M), dtype)
+        parts = []
         for k, rows in self._groups:
             width = max(k, 1)
             data = (jnp.asarray(self.TU[rows], jnp.int32), jnp.asarray(self.TF[rows], jnp.int32),
                     jnp.asarray(self.E[rows], self.rdtype), jnp.asarray(self.B[rows], self.rdtype),
                     jnp.asarray(self.slots.index[rows, :width], jnp.int32),
-                    jnp.asarray(self.slots.valid[rows, :width]))
-            total, _ = jax.lax.scan(make_sector(k), total, data)
+                    jnp.asarray(self.slots.valid[rows, :width]), lam[rows])
+            total, ys = jax.lax.scan(make_sector(k), total, data)
+            parts.append(ys)
+        if per_sector:       # back into the order of the sectors
+            order = np.argsort(np.concatenate([rows for _, rows in self._groups]))
+            return jnp.concatenate(parts, axis=0)[order]
         return total.reshape(n, K * self.M)
 
     @staticmethod
@@ -476,33 +498,44 @@ def _pilot(si: SeriesIntegrand, f) -> np.ndarray:
     return np.asarray(_apply(f, pts))
 
 
-def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> float:
-    """A deformation strength for one kinematic point: lam = c / max_k sum_m |c_m| deg_k(m)
-    (a bound of |dF~/dt_k| on the cube over all sectors) for c = 16 .. 1/32; a candidate is
-    eligible when the pilot sample is finite (the deformation holds: Im F~(z) <= 0) for it
-    and for the next larger one, and the eligible one with the smallest relative sample
-    variance wins (what cubature and QMC pay for)."""
+def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> np.ndarray:
+    """Deformation strengths for one kinematic point, one per sector.  The candidates of
+    sector s are lam = c / g_s, c = 16 .. 1/32, with g_s = max_k sum_m |c_m| deg_k(m) over the
+    monomials of that sector's F~ (a bound of |dF~/dt_k| on the cube).  The pilot sample gives
+    every sector's contribution apart; a candidate is eligible for a sector when its values
+    there are finite (the deformation holds: Im F~(z) <= 0) for it and for the next larger
+    one, and each sector takes its eligible candidate of smallest sample variance.  The
+    sectors add, so the variance of the sum (what cubature and QMC pay for) is least when each
+    sector's is; the orders' variances are weighed by the size of the total's coefficients.
+    One strength for all sectors would be a compromise: sectors whose F~ has small gradients
+    near its zeros want a strong deformation, others a weak one (their variance grows 10-100
+    times away from their best)."""
     c = np.abs(si.F_coefficients(kin)[0])
-    deg = si.TF.max(axis=0)                                            # [T, d]
-    gmax = float(np.max(c @ deg)) if deg.size else 0.0
-    lam0 = 1.0 / gmax if gmax > 0 else 1.0
-    stats = []
-    for fac in LAMBDA_FACTORS:
-        vals = _pilot(si, si.bind(kin, "deform", fac * lam0))
-        ok = bool(np.all(np.isfinite(vals)))
-        if ok:
-            mean = np.abs(vals.mean(axis=0))
-            var = vals.real.var(axis=0) + vals.imag.var(axis=0)
-            scale = max(float(mean.max()), 1e-300)
-            stats.append((True, float(np.sum(var / np.maximum(mean, 1e-3 * scale) ** 2))))
+    g = np.einsum("m,smk->sk", c, si.TF.astype(float)).max(axis=1)          # [S]
+    lam0 = 1.0 / np.where(g > 0, g, 1.0)
+    S, nf = len(si.sectors), len(LAMBDA_FACTORS)
+    ok = np.zeros((S, nf), bool)
+    var = np.full((S, nf, si.M), np.inf)
+    means = []
+    for i, fac in enumerate(LAMBDA_FACTORS):
+        vals = _pilot(si, si.bind(kin, "deform", fac * lam0, per_sector=True))   # [S, n, M]
+        ok[:, i] = np.all(np.isfinite(vals), axis=(1, 2))
+        var[:, i] = vals.real.var(axis=1) + vals.imag.var(axis=1)
+        if ok[:, i].all():
+            means.append(np.abs(vals.mean(axis=1).sum(axis=0)))
+    scale = np.median(np.array(means), axis=0) if means else np.ones(si.M)
+    scale = np.maximum(scale, 1e-3 * max(float(scale.max()), 1e-300))
+    cost = np.sum(np.where(np.isfinite(var), var, np.inf) / scale ** 2, axis=2)  # [S, nf]
+    lam = np.empty(S)
+    for s in range(S):
+        eligible = [i for i in range(1, nf) if ok[s, i] and ok[s, i - 1]]
+        if eligible:
+            best = min(eligible, key=lambda i: cost[s, i])
+            lam[s] = LAMBDA_FACTORS[best] * lam0[s]
         else:
-            stats.append((False, np.inf))
-    eligible = [(stats[i][1], LAMBDA_FACTORS[i]) for i in range(1, len(LAMBDA_FACTORS))
-                if stats[i][0] and stats[i - 1][0]]
-    if eligible:
-        return float(min(eligible)[1] * lam0)
-    valid = [LAMBDA_FACTORS[i] for i in range(len(LAMBDA_FACTORS)) if stats[i][0]]
-    return float((max(valid) if valid else LAMBDA_FACTORS[-1] / 4) * lam0)
+            valid = [i for i in range(nf) if ok[s, i]]
+            lam[s] = (LAMBDA_FACTORS[valid[0]] if valid else LAMBDA_FACTORS[-1] / 4) * lam0[s]
+    return lam
 
 
 def _choose_method(s, ndim: int) -> str:
@@ -511,7 +544,7 @@ def _choose_method(s, ndim: int) -> str:
     return "cubature" if ndim <= 4 else "qmc"
 
 
-def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam: float = 0.0) -> dict:
+def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0) -> dict:
     """Integrate the bare series at the points ``kin`` (all of one region kind)."""
     from .compute import _run_engine
 
@@ -575,15 +608,15 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
         if not idx:
             continue
         if mode == "deform":
-            lam = float(s.contour_lambda) if s.contour_lambda != "auto" else \
-                _deformation_lambda(si, kin[idx])
+            lam = np.full(len(si.sectors), float(s.contour_lambda)) \
+                if s.contour_lambda != "auto" else _deformation_lambda(si, kin[idx])
             for _ in range(LAMBDA_RETRIES + 1):
                 out = _run(si, kin[idx], mode, s, lam)
                 evaluations += out["evaluations"]
                 if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
                     break
                 lam *= 0.25
-            lams[int(idx[0])] = lam
+            lams[int(idx[0])] = [float(v) for v in lam]
         else:
             out = _run(si, kin[idx], mode, s)
             evaluations += out["evaluations"]

@@ -65,14 +65,23 @@ from .mc import batch_sharding, inside_box, neumaier_add
 log = logging.getLogger(__name__)
 
 
-def _chunk_points(n: int, q: int, chunk_size: int) -> int:
-    """Indices per chunk: a power of 16 times 2^12 (few distinct compilations), capped."""
+def _chunk_points(n: int, q: int, chunk_size: int, cpu: bool = False) -> int:
+    """Indices per chunk.  On an accelerator a power of 16 times 2^12 (few distinct
+    compilations; the padding of a small level costs little there), capped.  On a CPU a fixed
+    :data:`CPU_CHUNK_POINTS`: one compilation, and a level pads at most one chunk (a chunk of
+    2^16 for n = 8191 would evaluate the integrand 8 times over)."""
     cap = max(1, int(chunk_size) // q)
+    if cpu:
+        return min(CPU_CHUNK_POINTS, cap)
     c = 2**12
     while c < n and c * 16 <= cap:
         c *= 16
     return min(c, cap)
 
+
+CPU_CHUNK_POINTS = 2**12
+"""Lattice indices per chunk on a CPU (times the shifts: 32768 evaluations with 8 shifts,
+enough to keep vectorized loops busy)."""
 
 CPU_MAX_LOG2 = 24
 """Top of the lattice ladder on a CPU: building the CBC vector of ``2^24`` points takes about
@@ -222,13 +231,14 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
     z = None
     bound = base.BoundIntegrand.of(f)
     n = ladder[0]
+    cpu = jax.devices()[0].platform == "cpu"
     while True:
         at_top = level >= len(ladder)
         n = ladder[-1] if at_top else ladder[level]
         if evaluations + q * n > max_evals:
             break
         z = lattice_mod.generating_vector(n, d, lattice, weights)
-        c = _chunk_points(n, q, chunk_size)
+        c = _chunk_points(n, q, chunk_size, cpu)
         c = -(-c // ndev) * ndev
         norm, run = _make_runner(bound, d, precision, period_name, q, c, ndev)
         shifts = jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
