@@ -498,7 +498,7 @@ def _pilot(si: SeriesIntegrand, f) -> np.ndarray:
     return np.asarray(_apply(f, pts))
 
 
-def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> np.ndarray:
+def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Deformation strengths for one kinematic point, one per sector.  The candidates of
     sector s are lam = c / g_s, c = 16 .. 1/32, with g_s = max_k sum_m |c_m| deg_k(m) over the
     monomials of that sector's F~ (a bound of |dF~/dt_k| on the cube).  The pilot sample gives
@@ -509,16 +509,18 @@ def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> np.ndarray:
     sector's is; the orders' variances are weighed by the size of the total's coefficients.
     One strength for all sectors would be a compromise: sectors whose F~ has small gradients
     near its zeros want a strong deformation, others a weak one (their variance grows 10-100
-    times away from their best)."""
+    times away from their best).  Returns the strengths and the pilot sample of the whole
+    integrand with them (the sum of the sectors' samples: the same points)."""
     c = np.abs(si.F_coefficients(kin)[0])
     g = np.einsum("m,smk->sk", c, si.TF.astype(float)).max(axis=1)          # [S]
     lam0 = 1.0 / np.where(g > 0, g, 1.0)
     S, nf = len(si.sectors), len(LAMBDA_FACTORS)
     ok = np.zeros((S, nf), bool)
     var = np.full((S, nf, si.M), np.inf)
-    means = []
+    means, samples = [], []
     for i, fac in enumerate(LAMBDA_FACTORS):
         vals = _pilot(si, si.bind(kin, "deform", fac * lam0, per_sector=True))   # [S, n, M]
+        samples.append(vals)
         ok[:, i] = np.all(np.isfinite(vals), axis=(1, 2))
         var[:, i] = vals.real.var(axis=1) + vals.imag.var(axis=1)
         if ok[:, i].all():
@@ -526,16 +528,18 @@ def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> np.ndarray:
     scale = np.median(np.array(means), axis=0) if means else np.ones(si.M)
     scale = np.maximum(scale, 1e-3 * max(float(scale.max()), 1e-300))
     cost = np.sum(np.where(np.isfinite(var), var, np.inf) / scale ** 2, axis=2)  # [S, nf]
-    lam = np.empty(S)
+    choice = np.empty(S, int)
     for s in range(S):
         eligible = [i for i in range(1, nf) if ok[s, i] and ok[s, i - 1]]
-        if eligible:
-            best = min(eligible, key=lambda i: cost[s, i])
-            lam[s] = LAMBDA_FACTORS[best] * lam0[s]
-        else:
-            valid = [i for i in range(nf) if ok[s, i]]
-            lam[s] = (LAMBDA_FACTORS[valid[0]] if valid else LAMBDA_FACTORS[-1] / 4) * lam0[s]
-    return lam
+        valid = [i for i in range(nf) if ok[s, i]]
+        choice[s] = min(eligible, key=lambda i: cost[s, i]) if eligible else \
+            (valid[0] if valid else nf - 1)
+    lam = np.array([LAMBDA_FACTORS[i] for i in choice]) * lam0
+    if not np.all(ok[np.arange(S), choice]):      # no candidate holds: weaker than all
+        lam = np.where(ok[np.arange(S), choice], lam, lam / 4)
+        return lam, None
+    pilot = sum(samples[choice[s]][s] for s in range(S))
+    return lam, pilot
 
 
 def _choose_method(s, ndim: int) -> str:
@@ -544,12 +548,14 @@ def _choose_method(s, ndim: int) -> str:
     return "cubature" if ndim <= 4 else "qmc"
 
 
-def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0) -> dict:
-    """Integrate the bare series at the points ``kin`` (all of one region kind)."""
+def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None) -> dict:
+    """Integrate the bare series at the points ``kin`` (all of one region kind); ``pilot``:
+    the integrand's pilot sample if the caller has it."""
     from .compute import _run_engine
 
     f = si.bind(kin, mode, lam)
-    pilot = _pilot(si, f)
+    if pilot is None:
+        pilot = _pilot(si, f)
     K = kin.shape[0]
     mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(K, si.M)
     scale = float(np.min(mean.max(axis=1)))
@@ -608,10 +614,14 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
         if not idx:
             continue
         if mode == "deform":
-            lam = np.full(len(si.sectors), float(s.contour_lambda)) \
-                if s.contour_lambda != "auto" else _deformation_lambda(si, kin[idx])
+            pilot = None
+            if s.contour_lambda == "auto":
+                lam, pilot = _deformation_lambda(si, kin[idx])
+            else:
+                lam = np.full(len(si.sectors), float(s.contour_lambda))
             for _ in range(LAMBDA_RETRIES + 1):
-                out = _run(si, kin[idx], mode, s, lam)
+                out = _run(si, kin[idx], mode, s, lam, pilot)
+                pilot = None
                 evaluations += out["evaluations"]
                 if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
                     break
