@@ -43,11 +43,9 @@ import dimreg_points as dp  # noqa: E402
 RTOL = {1: 1e-6, 2: 1e-4}
 UNITS = ("m=1", "GeV")
 # GeV units in the default run for these (one of each kind: a physical massive bubble, a
-# squared propagator, a massless physical triangle, a two-loop closed form)
-GEV_DEFAULT = {"B_12_phys", "B_pow21_eucl", "T0_phys", "SS0_eucl"}
-# physical boxes take 50-90 s of CPU each at rtol 1e-6 (contour deformation of a 3-D
-# integrand with 1/eps^2): under ``slow``
-SLOW_ONE_LOOP = {"D0_phys", "D1_phys", "box1L_psd"}
+# squared propagator, a massless physical triangle, a two-loop closed form, a box on the
+# deformed contour)
+GEV_DEFAULT = {"B_12_phys", "B_pow21_eucl", "T0_phys", "SS0_eucl", "D1_phys"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,12 +118,11 @@ def _check(name: str, units=UNITS):
 
 
 def _is_slow(c) -> bool:
-    return (c["loops"] == 2 and c["diagram"] != "sunrise_massless") \
-        or c["name"] in SLOW_ONE_LOOP
+    return c["loops"] == 2 and c["diagram"] != "sunrise_massless"
 
 
-# the expensive cases take minutes each on a 2-core CPU (the GPU benchmark `loopint bench
-# --suite dimreg` runs all of them): set LOOPINT_DIMREG_ALL=1 to run them here too
+# the expensive cases take 5-25 s each on a 2-core CPU, triangle2L minutes (the GPU
+# benchmark `loopint bench --suite dimreg` runs all of them): LOOPINT_DIMREG_ALL=1 runs them
 ALL = pytest.mark.skipif(not os.environ.get("LOOPINT_DIMREG_ALL"),
                          reason="expensive on a CPU; set LOOPINT_DIMREG_ALL=1")
 DEFAULT = [pytest.param(c["name"], id=c["name"]) for c in dp.CASES if not _is_slow(c)]
@@ -135,15 +132,14 @@ SLOW = [pytest.param(c["name"], id=c["name"], marks=[pytest.mark.slow, ALL]) for
 
 @pytest.mark.parametrize("name", DEFAULT)
 def test_dimreg_case(name):
-    """The cheap cases (one loop but the physical boxes, the massless sunrise) in m = 1
-    units, a few also in GeV units."""
+    """The one-loop cases and the massless sunrise in m = 1 units, a few also in GeV
+    units."""
     _check(name, UNITS if name in GEV_DEFAULT else ("m=1",))
 
 
 @pytest.mark.parametrize("name", SLOW)
 def test_dimreg_case_slow(name):
-    """The physical boxes, the massive sunrise, the two-loop massless vertices, triangle2L
-    (m = 1 units)."""
+    """The massive sunrises, the two-loop massless vertices, triangle2L (m = 1 units)."""
     _check(name, ("m=1",))
 
 

@@ -142,6 +142,55 @@ def test_massive_bubble_second_unit_system():
     check(r, ref, 1e-8)
 
 
+BUBBLE_12 = dict(internal_lines=[["m1", [1, 2]], ["m2", [2, 1]]],
+                 external_lines=[["p1", 1], ["p2", 2]], scalar_products={"p1*p1": "s"})
+
+
+def test_deformation_strength_per_sector():
+    """One strength per sector; the pilot sample returned with them is the whole integrand's
+    at those strengths, and the sectors' own samples add up to it."""
+    from loopint import dimreg
+    d = loopint.Diagram.from_graph(**BUBBLE_12, dimension="4 - 2*eps")
+    red, kin = dimreg._reduced_at(d, {"s": 12.0, "m1": 1.0, "m2": 2.0})
+    si = series_integrand(red, 1)
+    lam, pilot = dimreg._deformation_lambda(si, kin)
+    assert lam.shape == (len(si.sectors),) and np.all(lam > 0)
+    whole = dimreg._pilot(si, si.bind(kin, "deform", lam))
+    parts = dimreg._pilot(si, si.bind(kin, "deform", lam, per_sector=True))
+    assert parts.shape == (len(si.sectors),) + whole.shape
+    scale = np.abs(whole).max()
+    np.testing.assert_allclose(pilot, whole, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(parts.sum(axis=0), whole, rtol=0, atol=1e-13 * scale)
+
+
+def test_cross_check_on_a_second_contour(monkeypatch):
+    """``cross_check`` at a physical point: the series on the contour with every sector's
+    strength halved agrees; a second contour that disagreed would make the status 'methods
+    disagree'; a Euclidean point has nothing to cross-check."""
+    from loopint import dimreg
+    d = loopint.Diagram.from_graph(**BUBBLE, dimension="4 - 2*eps")
+    plain = loopint.compute(d, {"s": 5.0, "m": 1.0}, eps_order=1, rtol=1e-8)
+    r = loopint.compute(d, {"s": 5.0, "m": 1.0}, eps_order=1, rtol=1e-8, cross_check=True)
+    check(r, bubble_reference(5.0, 1.0), 1e-8)
+    c = r.info["series"]["cross_check"][0]
+    assert c["lambda_ratio"] == 0.5 and c["sigmas"] < 5 and c["evaluations"] > 0
+    assert r.evaluations == plain.evaluations + c["evaluations"]
+
+    orig, calls = dimreg._run, []
+
+    def shifted_second(*args, **kw):
+        out = orig(*args, **kw)
+        calls.append(1)
+        return dict(out, value=out["value"] + 1e-3) if len(calls) == 2 else out
+    monkeypatch.setattr(dimreg, "_run", shifted_second)
+    bad = loopint.compute(d, {"s": 5.0, "m": 1.0}, eps_order=1, rtol=1e-8, cross_check=True)
+    assert not bad.converged and bad.status.startswith("methods disagree")
+    monkeypatch.setattr(dimreg, "_run", orig)
+
+    e = loopint.compute(d, {"s": -3.0, "m": 1.0}, eps_order=1, rtol=1e-8, cross_check=True)
+    assert e.converged and e.info["cross_check"].startswith("nothing to cross-check")
+
+
 def massless_triangle(s):
     """-Gamma(1+eps) Gamma(-eps)^2/Gamma(1-2 eps) (-s - i0)^(-1-eps): the Dirichlet integral
     of the bare parametric form (U = 1 on the simplex, F = -s x1 x3)."""
