@@ -42,7 +42,8 @@ symbolically:
    G~(t) = prod r_k^(E_k + B_k eps) U~(z)^a F~(z)^(-b) det(dz/dt), regular at t = 0, and the
    face subtraction applies to G~ unchanged.  The endpoints t_k = 0, 1 stay in place, so by
    Cauchy's theorem the integral is unchanged while Im F~(z) <= 0 (checked at every point:
-   a violation gives NaN, which the engines report).
+   a violation gives NaN, which the engines report).  Each sector is its own integral, so
+   each has its own lam (:func:`_deformation_lambda`).
 """
 
 from __future__ import annotations
