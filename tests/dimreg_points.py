@@ -116,6 +116,12 @@ BOX_ONE_MASS = dict(        # p4^2 = q4 (the leg eliminated by momentum conserva
     scalar_products={"p1*p1": "0", "p2*p2": "0", "p3*p3": "0",
                      "p1*p2": "s/2", "p2*p3": "t/2", "p1*p3": "(q4 - s - t)/2"})
 
+BOX_TWO_MASS_EASY = dict(   # p2^2 = q2 and p4^2 = q4 (opposite legs) off shell
+    internal_lines=[["0", [1, 2]], ["0", [2, 3]], ["0", [3, 4]], ["0", [4, 1]]],
+    external_lines=[["p1", 1], ["p2", 2], ["p3", 3], ["p4", 4]],
+    scalar_products={"p1*p1": "0", "p2*p2": "q2", "p3*p3": "0", "p1*p2": "(s - q2)/2",
+                     "p2*p3": "(t - q2)/2", "p1*p3": "(q4 + q2 - s - t)/2"})
+
 BOX1L_PSD = dict(   # pySecDec's documented example examples/box1L (generate_box1L.py)
     internal_lines=[["m", [1, 2]], ["0", [2, 3]], ["0", [3, 4]], ["0", [4, 1]]],
     external_lines=[["p1", 1], ["p2", 2], ["p3", 3], ["p4", 4]],
@@ -161,7 +167,7 @@ DIAGRAMS = {
     "bubble": BUBBLE, "bubble_eq": BUBBLE_EQ, "bubble_one_mass": BUBBLE_ONE_MASS,
     "bubble_massless": BUBBLE_MASSLESS, "triangle_massless": TRIANGLE_MASSLESS,
     "triangle_2off": TRIANGLE_2OFF, "box_massless": BOX_MASSLESS,
-    "box_one_mass": BOX_ONE_MASS, "box1L_psd": BOX1L_PSD, "sunrise": SUNRISE,
+    "box_one_mass": BOX_ONE_MASS, "box_two_mass_easy": BOX_TWO_MASS_EASY, "box1L_psd": BOX1L_PSD, "sunrise": SUNRISE,
     "sunrise_eq": SUNRISE_EQ, "sunrise_massless": SUNRISE_MASSLESS,
     "ladder_2L_massless": LADDER_2L_MASSLESS, "crossed_2L_massless": CROSSED_2L_MASSLESS,
     "triangle2L_psd": TRIANGLE2L_PSD,
@@ -221,6 +227,12 @@ CASES = [
       "closed:box_one_mass", "massless box, one off-shell leg p4^2 = -1, s = -3, t = -2"),
     C("D1_phys", "box_one_mass", {"s": 5.0, "t": -2.0, "q4": 1.5}, 0, "physical",
       "closed:box_one_mass", "massless box, one off-shell leg p4^2 = 1.5, s = 5, t = -2"),
+    C("D2E_eucl", "box_two_mass_easy", {"s": -3.0, "t": -2.0, "q2": -0.5, "q4": -1.0}, 0,
+      "euclidean", "closed:box_two_mass_easy",
+      "massless box, opposite legs off shell p2^2 = -0.5, p4^2 = -1, s = -3, t = -2"),
+    C("D2E_phys", "box_two_mass_easy", {"s": 5.0, "t": -2.0, "q2": 1.5, "q4": -1.0}, 0,
+      "physical", "closed:box_two_mass_easy",
+      "massless box, opposite legs off shell p2^2 = 1.5, p4^2 = -1, s = 5, t = -2"),
     C("box1L_psd", "box1L_psd", {"s": 4.0, "t": -0.75, "s1": 1.25, "m": 1.0}, 0, "physical",
       "closed:box1L_documented",
       "pySecDec's example box1L (one massive line, p1^2 = s1) at its documented point"),
@@ -490,6 +502,35 @@ def box_one_mass(s, t, q4) -> dict:
         return _complex(_scale(r, 1 / (mpmath.mpf(s) * t)), -2, top)
 
 
+def box_two_mass_easy(s, t, q2, q4) -> dict:
+    """Massless box with the opposite legs p2^2 = q2, p4^2 = q4 off shell, to eps^0 (Bern,
+    Dixon, Kosower, hep-ph/9306240; Ellis-Zanderighi, arXiv:0712.1851, box 4):
+
+        I = r_Gamma/(s t - q2 q4) { 2/eps^2 [(-s)^(-eps) + (-t)^(-eps) - (-q2)^(-eps)
+                                             - (-q4)^(-eps)]
+                - 2 Li2(1 - q2/s) - 2 Li2(1 - q2/t) - 2 Li2(1 - q4/s) - 2 Li2(1 - q4/t)
+                + 2 Li2(1 - q2 q4/(s t)) - ln^2((-s)/(-t)) } + O(eps),
+
+    every (-x) = -x - i0.  The ratio q2 q4/(s t) is exp(L), L = l(q2) + l(q4) - l(s) - l(t)
+    with l(x) = log(-x - i0); its Li2 is the principal branch only while |Im L| < pi, which
+    holds when as many of q2, q4 as of s, t are positive (Im L = 0; other regions raise)."""
+    with mpmath.workdps(DPS):
+        top = 0
+        Ls, Lt, L2, L4 = _log_m(s), _log_m(t), _log_m(q2), _log_m(q4)
+        L = L2 + L4 - Ls - Lt
+        if abs(mpmath.im(L)) > 1e-20:
+            raise ValueError("box_two_mass_easy: Li2(1 - q2 q4/(s t)) off its principal "
+                             "branch in this region (not implemented)")
+        br = _add(_pow_eps(Ls, -1, 2), _pow_eps(Lt, -1, 2), _scale(_pow_eps(L2, -1, 2), -1),
+                  _scale(_pow_eps(L4, -1, 2), -1))
+        br = {j - 2: 2 * x for j, x in br.items()}
+        li = sum(_li2_one_minus_ratio(q, x) for q in (q2, q4) for x in (s, t))
+        br = _add(br, {0: -2 * li + 2 * mpmath.polylog(2, 1 - mpmath.exp(mpmath.re(L)))
+                       - (Ls - Lt) ** 2})
+        r = _mul(_r_gamma(top + 2), br, top)
+        return _complex(_scale(r, 1 / (mpmath.mpf(s) * t - mpmath.mpf(q2) * q4)), -2, top)
+
+
 # pySecDec's examples/box1L/integrate_box1L.py prints this "Analytic Result" for
 # s = 4, t = -0.75, s1 = 1.25, msq = 1 (10 digits): checked against our pySecDec run
 BOX1L_DOCUMENTED = {-2: complex(-0.1428571429), -1: complex(0.6384337090),
@@ -722,6 +763,8 @@ REFERENCE_SOURCES = {
                            "times r_Gamma, to eps^0",
     "closed:box_one_mass": "Bern-Dixon-Kosower / Ellis-Zanderighi box 2, times r_Gamma, to "
                            "eps^0",
+    "closed:box_two_mass_easy": "Bern-Dixon-Kosower / Ellis-Zanderighi box 4, times r_Gamma, "
+                                "to eps^0",
     "closed:box1L_documented": "pySecDec 1.6.6 examples/box1L 'Analytic Result' (10 digits)",
     "closed:sunrise_massless": "-Gamma(-1+2eps) Gamma(1-eps)^3/Gamma(3-3eps) (-s-i0)^(1-2eps)"
                                " (two massless bubbles in turn)",
@@ -806,6 +849,8 @@ def _closed_reference(case) -> dict | None:
         return box_massless(k["s"], k["t"])
     if ref == "closed:box_one_mass":
         return box_one_mass(k["s"], k["t"], k["q4"])
+    if ref == "closed:box_two_mass_easy":
+        return box_two_mass_easy(k["s"], k["t"], k["q2"], k["q4"])
     if ref == "closed:box1L_documented":
         return dict(BOX1L_DOCUMENTED)
     if ref == "closed:sunrise_massless":
