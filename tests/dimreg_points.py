@@ -527,8 +527,8 @@ def box_two_mass_easy(s, t, q2, q4) -> dict:
         li = sum(_li2_one_minus_ratio(q, x) for q in (q2, q4) for x in (s, t))
         br = _add(br, {0: -2 * li + 2 * mpmath.polylog(2, 1 - mpmath.exp(mpmath.re(L)))
                        - (Ls - Lt) ** 2})
-        r = _mul(_r_gamma(top + 2), br, top)
-        return _complex(_scale(r, 1 / (mpmath.mpf(s) * t - mpmath.mpf(q2) * q4)), -2, top)
+        r = _mul(_r_gamma(top + 2), br, top)    # the 1/eps^2 terms cancel: from eps^-1
+        return _complex(_scale(r, 1 / (mpmath.mpf(s) * t - mpmath.mpf(q2) * q4)), -1, top)
 
 
 # pySecDec's examples/box1L/integrate_box1L.py prints this "Analytic Result" for
