@@ -512,17 +512,16 @@ def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> tuple[np.ndarra
     One strength for all sectors would be a compromise: sectors whose F~ has small gradients
     near its zeros want a strong deformation, others a weak one (their variance grows 10-100
     times away from their best).  Returns the strengths and the pilot sample of the whole
-    integrand with them (the sum of the sectors' samples: the same points)."""
+    integrand with them (None where no candidate holds)."""
     c = np.abs(si.F_coefficients(kin)[0])
     g = np.einsum("m,smk->sk", c, si.TF.astype(float)).max(axis=1)          # [S]
     lam0 = 1.0 / np.where(g > 0, g, 1.0)
     S, nf = len(si.sectors), len(LAMBDA_FACTORS)
     ok = np.zeros((S, nf), bool)
     var = np.full((S, nf, si.M), np.inf)
-    means, samples = [], []
+    means = []
     for i, fac in enumerate(LAMBDA_FACTORS):
         vals = _pilot(si, si.bind(kin, "deform", fac * lam0, per_sector=True))   # [S, n, M]
-        samples.append(vals)
         ok[:, i] = np.all(np.isfinite(vals), axis=(1, 2))
         var[:, i] = vals.real.var(axis=1) + vals.imag.var(axis=1)
         if ok[:, i].all():
@@ -540,7 +539,9 @@ def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> tuple[np.ndarra
     if not np.all(ok[np.arange(S), choice]):      # no candidate holds: weaker than all
         lam = np.where(ok[np.arange(S), choice], lam, lam / 4)
         return lam, None
-    pilot = sum(samples[choice[s]][s] for s in range(S))
+    # the whole integrand's sample at the chosen strengths: the same compiled function once
+    # more (keeping every candidate's [S, n, M] sample instead would hold S * 10 of them)
+    pilot = _pilot(si, si.bind(kin, "deform", lam, per_sector=True)).sum(axis=0)
     return lam, pilot
 
 
