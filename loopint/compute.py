@@ -77,7 +77,8 @@ from .diagram import Diagram, DiagramError, Region, classify_coefficients, is_sc
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import NONFINITE, IntegrationResult, _jsonable
 from .files import write_text_atomic
-from .integrate import engine_module
+from . import engines
+from .engines.base import Box, Simplex
 from .lower import Integrand
 from .problem import Problem, Settings, SpecError, check_kinematics, validate_settings
 
@@ -321,34 +322,36 @@ def _at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np
 def _run_engine(method: str, f, ndim: int, settings: Settings, rtol: float, atol: float,
                 domain: str, scale=None, regulated: bool = False,
                 stop_on_nonfinite: bool = False) -> IntegrationResult:
-    mod = engine_module(method)
-    kw: dict = dict(rtol=rtol, atol=atol, max_evals=int(settings.max_evals))
+    opts: dict = {}
     if stop_on_nonfinite:
-        kw["stop_on_nonfinite"] = True
+        opts["stop_on_nonfinite"] = True
     if method in ("qmc", "mc"):
-        kw["seed"] = settings.seed
+        opts["seed"] = settings.seed
     if settings.precision != "float64":
-        kw["precision"] = settings.precision
+        opts["precision"] = settings.precision
     if method == "iterated":
         if regulated:
             # The regulated integrand cancels strongly (int |f| >> |int f| near the Landau
             # surface): absolute inner tolerances from the start, which cancellation cannot
-            # spoil (iterated.integrate would otherwise try mixed ones first and rerun).  After
-            # the first step of the delta sequence the size of the integral is known from the
-            # previous delta: no pilot run (iterated.integrate reruns if it was too loose).
-            kw["inner_tolerance"] = "absolute"
-            kw["rules"] = "gk21"      # every direction: see the module docstring
+            # spoil (the engine would otherwise try mixed ones first and rerun).  After the
+            # first step of the delta sequence the size of the integral is known from the
+            # previous delta: no pilot run (the engine reruns if it was too loose).
+            opts["inner_tolerance"] = "absolute"
+            opts["rules"] = "gk21"      # every direction: see the iterated module docstring
             if scale is not None:
-                kw["scale"] = scale
-        return mod.integrate(f, ndim, domain="simplex" if domain == "simplex" else "cube", **kw)
-    # the cube engines' boundary probe is not needed: the sector analysis (compute's
-    # _at_point, loopint.divergence) has proven the lowered integrand bounded at the faces
-    kw["boundary_check"] = False
-    if method == "cubature" and regulated and ndim >= 2:
-        # signed degree-9 sweeps (cubature module docstring): the terms' errors enter the
-        # extrapolation amplified, and the local sums overstate them 10^2-10^4 times
-        kw["error_estimate"] = "global"
-    return mod.integrate_box(f, np.zeros(ndim), np.ones(ndim), **kw)
+                opts["scale"] = scale
+        dom = Simplex(ndim) if domain == "simplex" else Box.cube(ndim)
+    else:
+        # the cube engines' boundary probe is not needed: the sector analysis (compute's
+        # _at_point, loopint.divergence) has proven the lowered integrand bounded at the faces
+        opts["boundary_check"] = False
+        if method == "cubature" and regulated and ndim >= 2:
+            # signed degree-9 sweeps (cubature module docstring): the terms' errors enter the
+            # extrapolation amplified, and the local sums overstate them 10^2-10^4 times
+            opts["error_estimate"] = "global"
+        dom = Box.cube(ndim)
+    return engines.get(method, **opts).integrate(f, dom, rtol=rtol, atol=atol,
+                                                 max_evals=int(settings.max_evals))
 
 
 def _regions(integrand: Integrand, kin: np.ndarray) -> list[Region]:

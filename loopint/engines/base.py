@@ -15,25 +15,52 @@ A component meets the tolerance when ``|error| <= max(atol, rtol * |value|)``
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import inspect
 import math
 import time
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-# Status strings.  ``converged`` is the only one for which ``converged`` is True; the others
-# start with a fixed word so callers can test ``status.startswith(...)`` and carry details.
-CONVERGED = "converged"
-MAX_EVALS = "max_evals"            # evaluation budget spent before the tolerance was met
-MEMORY_LIMIT = "memory_limit"      # region/interval storage full; best estimate returned
-MAX_ITERATIONS = "max_iterations"  # iteration cap reached
-NONFINITE = "nonfinite"            # integrand returned NaN/inf at some points
-ROUNDOFF = "roundoff"              # error estimate dominated by round-off; tolerance not reachable
-SINGULAR_BOUNDARY = "singular at boundary"   # integrand grows without bound towards a face
+from ..maps import simplex_from_cube
+
+class Status(str, enum.Enum):
+    """Why an engine run ended.  ``CONVERGED`` is the only outcome with ``converged`` True;
+    :attr:`IntegrationResult.status` carries the same word followed by the details."""
+
+    CONVERGED = "converged"
+    MAX_EVALS = "max_evals"                # evaluation budget spent before the tolerance was met
+    MEMORY_LIMIT = "memory_limit"          # region/interval storage full; best estimate returned
+    MAX_ITERATIONS = "max_iterations"      # iteration cap reached
+    NONFINITE = "nonfinite"                # integrand returned NaN/inf at some points
+    ROUNDOFF = "roundoff"                  # error dominated by round-off; tolerance not reachable
+    SINGULAR_BOUNDARY = "singular at boundary"   # integrand grows without bound towards a face
+
+    @classmethod
+    def of(cls, message: str) -> "Status":
+        """The status a message starts with (messages are built as ``"<status>: details"``)."""
+        for s in sorted(cls, key=lambda s: -len(s.value)):
+            if message.startswith(s.value):
+                return s
+        raise ValueError(f"not an engine status message: {message!r}")
+
+
+CONVERGED = Status.CONVERGED.value
+MAX_EVALS = Status.MAX_EVALS.value
+MEMORY_LIMIT = Status.MEMORY_LIMIT.value
+MAX_ITERATIONS = Status.MAX_ITERATIONS.value
+NONFINITE = Status.NONFINITE.value
+ROUNDOFF = Status.ROUNDOFF.value
+SINGULAR_BOUNDARY = Status.SINGULAR_BOUNDARY.value
+
+# The defaults every engine's ``integrate`` shares.
+DEFAULT_RTOL = 1e-6
+DEFAULT_ATOL = 0.0
+DEFAULT_MAX_EVALS = 10**8
 
 
 @dataclasses.dataclass
@@ -52,6 +79,7 @@ class IntegrationResult:
         seconds: wall time of the run, compilation included.
         method: engine name.
         info: engine-specific statistics (regions, iterations, history, nonfinite count, ...).
+        code: the :class:`Status` the run ended with (``status`` begins with its value).
     """
 
     value: Any
@@ -62,6 +90,10 @@ class IntegrationResult:
     seconds: float
     method: str
     info: dict = dataclasses.field(default_factory=dict)
+    code: Status = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        self.code = Status.of(self.status)
 
     def __repr__(self) -> str:
         v = np.atleast_1d(np.asarray(self.value))
@@ -110,6 +142,103 @@ def _jsonable(x):
     if isinstance(x, (np.integer,)):
         return int(x)
     return x
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """The box ``lower <= x <= upper`` (float64 arrays of shape ``(ndim,)``)."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def __post_init__(self):
+        lo, hi = box(self.lower, self.upper, np.size(self.lower))
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+    @classmethod
+    def cube(cls, ndim: int) -> "Box":
+        return cls(np.zeros(ndim), np.ones(ndim))
+
+    @property
+    def ndim(self) -> int:
+        return int(self.lower.size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Simplex:
+    """The unit simplex ``x_i >= 0, sum x_i <= 1`` in ``ndim`` variables."""
+
+    ndim: int
+
+
+def as_domain(domain, ndim: int) -> Box | Simplex:
+    """``"cube"``, ``"simplex"``, ``(lower, upper)``, a :class:`Box` or a :class:`Simplex`
+    (for ``ndim`` variables) as a domain object."""
+    if not isinstance(ndim, (int, np.integer)) or isinstance(ndim, bool) or ndim < 1:
+        raise ValueError(f"ndim must be a positive integer, got {ndim!r}")
+    if isinstance(domain, str) and domain == "cube":
+        return Box.cube(int(ndim))
+    if isinstance(domain, str) and domain == "simplex":
+        return Simplex(int(ndim))
+    if isinstance(domain, (Box, Simplex)):
+        if domain.ndim != ndim:
+            raise ValueError(f"the domain has {domain.ndim} variables, the integrand {ndim}")
+        return domain
+    if isinstance(domain, (tuple, list)) and len(domain) == 2:
+        return Box(*box(domain[0], domain[1], int(ndim)))
+    raise ValueError(f"domain must be 'cube', 'simplex' or (lower, upper), got {domain!r}")
+
+
+class Engine:
+    """An integration method with its options.
+
+    Every engine is a frozen dataclass whose fields are its options (so an engine is a value:
+    hashable, printable, ``dataclasses.replace(engine, option=...)`` makes a variant), with
+    one entry point::
+
+        engine.integrate(f, domain, *, rtol, atol, max_evals) -> IntegrationResult
+
+    ``f`` maps points ``x[n, ndim]`` to values ``[n]`` or ``[n, m]`` (real or complex,
+    traceable by JAX; a :class:`BoundIntegrand` or :class:`jax.tree_util.Partial` keeps its
+    arrays traced, so new arrays of the same shapes reuse the compiled kernels).  ``domain`` is
+    a :class:`Box` or a :class:`Simplex` (or anything :func:`as_domain` accepts).  Engines that
+    only integrate boxes implement :meth:`integrate_box`; the simplex is then integrated over
+    the cube through the sequential map of :func:`loopint.maps.simplex_from_cube`.
+    """
+
+    name: ClassVar[str]
+
+    def integrate(self, f: Callable, domain, *, rtol: float = DEFAULT_RTOL,
+                  atol: float = DEFAULT_ATOL,
+                  max_evals: int = DEFAULT_MAX_EVALS) -> IntegrationResult:
+        check_tolerances(rtol, atol, max_evals)
+        if isinstance(domain, str) or not isinstance(domain, (Box, Simplex)):
+            raise TypeError("Engine.integrate takes a Box or a Simplex as its domain "
+                            f"(loopint.engines.base.as_domain makes one), got {domain!r}")
+        if isinstance(domain, Simplex):
+            return self.integrate_simplex(f, domain.ndim, rtol=rtol, atol=atol,
+                                          max_evals=int(max_evals))
+        return self.integrate_box(f, domain.lower, domain.upper, rtol=rtol, atol=atol,
+                                  max_evals=int(max_evals))
+
+    def integrate_box(self, f: Callable, lower, upper, *, rtol: float, atol: float,
+                      max_evals: int) -> IntegrationResult:
+        raise NotImplementedError
+
+    def integrate_simplex(self, f: Callable, ndim: int, *, rtol: float, atol: float,
+                          max_evals: int) -> IntegrationResult:
+        def on_cube(u):
+            x, jac = simplex_from_cube(u)
+            y = f(x[:, :ndim])
+            return y * (jac if y.ndim == 1 else jac[:, None])
+
+        return self.integrate_box(on_cube, np.zeros(ndim), np.ones(ndim), rtol=rtol, atol=atol,
+                                  max_evals=max_evals)
+
+    def options(self) -> dict:
+        """The engine's options as keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 class StaticCallable:

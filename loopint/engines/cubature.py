@@ -64,9 +64,10 @@ replaced by 0, and make the status ``nonfinite: ...`` (never converged).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -463,3 +464,25 @@ def _retire(centers, halfwidths, value, error, axis, count, weights, targets, re
 
     state = tuple(compact(a) for a in (centers, halfwidths, value, error, axis))
     return state, jnp.sum(keep), rv, re
+
+
+@dataclasses.dataclass(frozen=True)
+class Cubature(base.Engine):
+    """Adaptive Genz-Malik cubature (:func:`integrate_box`)."""
+
+    name: ClassVar[str] = METHOD
+    max_regions: int | None = None
+    precision: str = "float64"
+    share: float = 0.5
+    min_split: int = 64
+    max_iterations: int = 100000
+    chunk_points: int = 2**21
+    initial_divisions: int = 1
+    rule: str = "genz_malik"
+    error_estimate: str = "local"
+    stop_on_nonfinite: bool = False
+    boundary_check: bool = True
+
+    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                             **self.options())

@@ -151,14 +151,14 @@ import logging
 import math
 import os
 import time
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, ClassVar, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..precision import real_dtype
-from .base import (CONVERGED, MAX_EVALS, MEMORY_LIMIT, NONFINITE, ROUNDOFF, IntegrationResult,
+from .base import (CONVERGED, Engine, MAX_EVALS, MEMORY_LIMIT, NONFINITE, ROUNDOFF, IntegrationResult,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
                    status_not_converged)
 from .gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
@@ -1256,3 +1256,31 @@ def integrate_box(f: Callable, lower, upper, **kw) -> IntegrationResult:
     """:func:`integrate` over the box ``[lower, upper]`` (``ndim = len(lower)``)."""
     lim = Limits.box(lower, upper)
     return integrate(f, lim.ndim, domain=lim, **kw)
+
+
+@dataclasses.dataclass(frozen=True)
+class Iterated(Engine):
+    """Iterated adaptive Gauss-Kronrod (:func:`integrate`); integrates the simplex natively."""
+
+    name: ClassVar[str] = METHOD
+    rules: object = None
+    max_intervals: int = 256
+    precision: str = "float64"
+    inner_factor: float | None = None
+    inner_tolerance: str = "auto"
+    pilot_rtol: float = 1e-2
+    scale: object = None
+    max_points: int | None = None
+    initial_intervals: int | Sequence[int] = 1
+    nsplit: int | None = None
+    split_fraction: float = 0.5
+    fused: bool | None = None
+
+    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        lim = Limits.box(lower, upper)
+        return integrate(f, lim.ndim, domain=lim, rtol=rtol, atol=atol, max_evals=max_evals,
+                         **self.options())
+
+    def integrate_simplex(self, f, ndim, *, rtol, atol, max_evals):
+        return integrate(f, ndim, domain="simplex", rtol=rtol, atol=atol, max_evals=max_evals,
+                         **self.options())

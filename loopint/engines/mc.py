@@ -76,11 +76,12 @@ predicts, clipped to that range), keeping all previous samples.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
 import time
-from typing import Callable
+from typing import Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -572,3 +573,24 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float 
     return base.IntegrationResult(value=val_user, error=err_user, converged=bool(met and not n_bad),
                                   status=status, evaluations=evaluations,
                                   seconds=time.perf_counter() - t0, method="mc", info=info)
+
+
+@dataclasses.dataclass(frozen=True)
+class MonteCarlo(base.Engine):
+    """Plain Monte Carlo (:func:`integrate_box`)."""
+
+    name: ClassVar[str] = "mc"
+    seed: int = 0
+    n_start: int = 2**20
+    growth: float = 4
+    chunk_size: int = 2**22
+    antithetic: bool = True
+    rng: str = "philox"
+    precision: str = "float64"
+    callback: Callable | None = None
+    devices: int | None = None
+    boundary_check: bool = True
+
+    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                             **self.options())

@@ -44,9 +44,10 @@ cubature engine), :func:`_post_process` and :func:`_filter_split`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -366,3 +367,23 @@ def _filter_split(centers, halfwidths, value, error, split_axis, active, s, *, r
     fin = (~active & (jnp.arange(cap) < s))[:, None]
     return ((new_centers, new_halfwidths, parent_value),
             jnp.sum(jnp.where(fin, value, 0), axis=0), jnp.sum(jnp.where(fin, error, 0), axis=0))
+
+
+@dataclasses.dataclass(frozen=True)
+class Pagani(base.Engine):
+    """PAGANI, seed 001 (:func:`integrate_box`)."""
+
+    name: ClassVar[str] = METHOD
+    max_regions: int | None = None
+    precision: str = "float64"
+    relerr_filtering: bool = True
+    memory_limit_regions: int = 2**22
+    max_iterations: int = 200
+    chunk_points: int = 2**21
+    initial_divisions: int | None = None
+    rule: str = "genz_malik"
+    boundary_check: bool = True
+
+    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                             **self.options())

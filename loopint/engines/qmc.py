@@ -45,11 +45,12 @@ With several devices each chunk's indices are sharded over them (``NamedSharding
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
 import time
-from typing import Callable
+from typing import Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -284,3 +285,26 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
                                   status=status, evaluations=evaluations,
                                   seconds=time.perf_counter() - t0, method="qmc", info=info)
 
+
+@dataclasses.dataclass(frozen=True)
+class QuasiMonteCarlo(base.Engine):
+    """Randomized rank-1 lattice rules (:func:`integrate_box`)."""
+
+    name: ClassVar[str] = "qmc"
+    seed: int = 0
+    n_shifts: int = 8
+    periodize: str = "korobov3"
+    lattice: str = "cbc"
+    n_start: int = 2**10
+    chunk_size: int = 2**22
+    precision: str = "float64"
+    stop_on_nonfinite: bool = False
+    weights: float = lattice_mod.DEFAULT_GAMMA
+    max_log2: int | None = None
+    callback: Callable | None = None
+    devices: int | None = None
+    boundary_check: bool = True
+
+    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                             **self.options())
