@@ -73,7 +73,8 @@ import numpy as np
 import sympy
 
 from . import __version__
-from .diagram import Diagram, DiagramError, Region, classify_coefficients, is_scaleless
+from .diagram import Diagram, DiagramError, is_scaleless
+from .region import Region, classify_coefficients
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import NONFINITE, IntegrationResult, _jsonable
 from .files import write_text_atomic

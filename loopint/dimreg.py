@@ -60,7 +60,8 @@ import numpy as np
 import sympy
 
 from . import precision as _precision
-from .diagram import EPS, Diagram, DiagramError, classify_coefficients, is_scaleless
+from .diagram import EPS, Diagram, DiagramError, is_scaleless
+from .region import classify_coefficients
 from .lower import _det_identity_minus_i, _poly_code, _walk, kinematics_array
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
 

@@ -48,7 +48,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy
 
-from .diagram import Diagram, DiagramError
+from .diagram import Diagram
+from .errors import DiagramError
 
 # A coefficient of U or F counts as absent at a kinematic point when it is this small against
 # the largest coefficient of the same polynomial (F is homogeneous in the kinematics, so its

@@ -16,7 +16,8 @@ from typing import Any, Mapping
 import numpy as np
 import sympy
 
-from .diagram import EPS, Diagram, DiagramError, is_scaleless, regulator_linear
+from .diagram import EPS, Diagram, is_scaleless, regulator_linear
+from .errors import DiagramError, SpecError
 from .spec.expr import ExpressionError, is_identifier, parse_expression
 
 METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
@@ -31,10 +32,6 @@ _DIAGRAM_KEYS = {
     "scalar_products",
 }
 _TABLES = {"diagram", "kinematics", "integration", "regulator", "reference"}
-
-
-class SpecError(ValueError):
-    """Bad input: the message names the file (when there is one), the key and the problem."""
 
 
 @dataclass(frozen=True)

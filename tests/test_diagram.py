@@ -30,8 +30,9 @@ import numpy as np
 import pytest
 import sympy
 
-from loopint.diagram import Diagram, DiagramError, Region, classify_coefficients, classify_F, \
-    is_scaleless
+from loopint.diagram import Diagram, is_scaleless
+from loopint.errors import DiagramError
+from loopint.region import Region, classify_coefficients, classify_F
 from loopint.problem import load
 from loopint.testfunctions import table51_cc_dd
 

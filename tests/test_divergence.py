@@ -39,7 +39,8 @@ import pytest
 import sympy
 
 import loopint
-from loopint.diagram import Diagram, DiagramError
+from loopint.diagram import Diagram
+from loopint.errors import DiagramError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from divergence_cases import (bubble_D, box6_massless, newton_fan, phi1,  # noqa: E402

@@ -13,8 +13,9 @@ import pytest
 import sympy
 
 from loopint.diagram import Diagram
-from loopint.problem import (Problem, Settings, SpecError, check_kinematics, load,
-                             problem_from_dict, validate_settings)
+from loopint.errors import SpecError
+from loopint.problem import (Problem, Settings, check_kinematics, load, problem_from_dict,
+                             validate_settings)
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT / "diagrams").glob("*.toml"))
