@@ -146,23 +146,23 @@ def _jsonable(x):
 
 @dataclasses.dataclass(frozen=True)
 class Box:
-    """The box ``lower <= x <= upper`` (float64 arrays of shape ``(ndim,)``)."""
+    """The box ``lower <= x <= upper`` (tuples of floats; a value, hashable)."""
 
-    lower: np.ndarray
-    upper: np.ndarray
+    lower: tuple
+    upper: tuple
 
     def __post_init__(self):
         lo, hi = box(self.lower, self.upper, np.size(self.lower))
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "lower", tuple(map(float, lo)))
+        object.__setattr__(self, "upper", tuple(map(float, hi)))
 
     @classmethod
     def cube(cls, ndim: int) -> "Box":
-        return cls(np.zeros(ndim), np.ones(ndim))
+        return cls((0.0,) * ndim, (1.0,) * ndim)
 
     @property
     def ndim(self) -> int:
-        return int(self.lower.size)
+        return len(self.lower)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,6 +351,17 @@ class NormalizedIntegrand:
         return a
 
 
+def _apply(f: BoundIntegrand, x):
+    return f(x)
+
+
+@functools.partial(cached_by_signature, size=256)
+def _output_shape(f: BoundIntegrand, ndim: int, dtype_name: str):
+    """``f``'s output shape and dtype on two points, traced once per integrand signature (a
+    new bind of the same integrand is not traced again)."""
+    return jax.eval_shape(_apply, f, jax.ShapeDtypeStruct((2, ndim), dtype_name))
+
+
 def normalize_integrand(f: Callable, ndim: int, dtype=jnp.float64) -> NormalizedIntegrand:
     """Probe ``f`` with ``jax.eval_shape`` and wrap it as a real ``(n, d) -> (n, M)`` function.
 
@@ -359,7 +370,7 @@ def normalize_integrand(f: Callable, ndim: int, dtype=jnp.float64) -> Normalized
     integrand, so it is called on abstract arrays.
     """
     try:
-        probe = jax.eval_shape(f, jax.ShapeDtypeStruct((2, ndim), dtype))
+        probe = _output_shape(BoundIntegrand.of(f), ndim, jnp.dtype(dtype).name)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
             jax.errors.TracerIntegerConversionError) as e:   # ConcretizationTypeError: also bool
         raise TypeError(
@@ -467,6 +478,12 @@ BOUNDARY_GROWTH = 2.0
 BOUNDARY_BASE_POINTS = 4
 
 
+@jax.jit
+def _evaluate(f: BoundIntegrand, x):
+    """``f(x)`` compiled once per integrand signature (its arrays are traced arguments)."""
+    return f(x)
+
+
 def boundary_singularity(f: Callable, lower, upper) -> str | None:
     """Whether ``f`` grows like a power of the distance to a face of the box.
 
@@ -499,7 +516,7 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
     u = np.asarray(pts)
     x = lo + u * (hi - lo)
     with np.errstate(all="ignore"):
-        y = np.abs(np.asarray(jax.jit(f)(jnp.asarray(x, jnp.float64))))
+        y = np.abs(np.asarray(_evaluate(BoundIntegrand.of(f), jnp.asarray(x, jnp.float64))))
     y = y.reshape(d, 2, BOUNDARY_BASE_POINTS, len(h), -1)           # [axis, side, base, h, m]
     a0, a1, a2 = y[..., 0, :], y[..., 1, :], y[..., 2, :]
     with np.errstate(all="ignore"):
