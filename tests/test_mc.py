@@ -1,7 +1,7 @@
 """Monte Carlo engine: generators, reproducibility, stream discipline, honesty of the error.
 
-Exact references: closed forms of the stochastic-geometry integrals (REFERENCES.md, via
-``geometry_suite``), Random123's known-answer vectors for Philox-4x32-10, and a plain Python
+Exact references: closed forms of the stochastic-geometry integrals (``geometry_suite``),
+Random123's known-answer vectors for Philox-4x32-10, and a plain Python
 implementation of the 64-bit LCG.
 
 CPU budget: rtol 1e-4 on the geometry integrals needs 1e8-1e10 evaluations (relative standard
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import loopint  # noqa: F401  (float64)
-from loopint.engines import base, mc
+from loopint.engines import base, mc, sampling
+from loopint.engines.base import Box
 from loopint.testfunctions import TABLE51_REFERENCE, geometry_suite, table51
 
 GEOMETRY = {c.name: c for c in geometry_suite()}
@@ -30,6 +31,11 @@ GEOMETRY = {c.name: c for c in geometry_suite()}
 
 def _quadratic(x):
     return jnp.sum(x * x, axis=1)          # int over [0,1]^d = d/3
+
+
+def _chunk(evaluations):
+    """The ``memory_limit`` whose chunks hold ``evaluations`` evaluations."""
+    return evaluations * sampling.BYTES_PER_EVALUATION
 
 
 # ---------------------------------------------------------------- generators
@@ -110,7 +116,7 @@ def test_uniform_moments_and_uncorrelated_coordinates(rng):
 def test_neumaier_compensation():
     s, c = jnp.float64(0.0), jnp.float64(0.0)
     for x in [1e16, 1.0, -1e16, 1.0] * 3:
-        s, c = mc.neumaier_add(s, c, jnp.float64(x))
+        s, c = sampling.neumaier_add(s, c, jnp.float64(x))
     assert float(s + c) == 6.0 and float(s) != 6.0
 
 
@@ -118,28 +124,30 @@ def test_neumaier_compensation():
 
 def test_quadratic_all_generators():
     for rng in mc.RNGS:
-        r = mc.integrate_box(_quadratic, [0] * 4, [1] * 4, rtol=1e-3, n_start=2**14,
-                             chunk_size=2**14, rng=rng)
+        r = mc.MonteCarlo(n_start=2**14, memory_limit=_chunk(2**14), rng=rng).integrate(
+            _quadratic, Box.cube(4), rtol=1e-3, max_evals=10**9)
         assert r.converged and r.status == base.CONVERGED
         assert abs(r.value - 4 / 3) < 4 * r.error
         assert r.method == "mc" and r.info["rng"] == rng
 
 
 def test_same_seed_same_bits_different_seed_differs():
-    kw = dict(rtol=1e-9, max_evals=2**17, n_start=2**15, chunk_size=2**14)
-    a = mc.integrate_box(table51, [0] * 6, [1] * 6, seed=11, **kw)
-    b = mc.integrate_box(table51, [0] * 6, [1] * 6, seed=11, **kw)
-    c = mc.integrate_box(table51, [0] * 6, [1] * 6, seed=12, **kw)
+    kw = dict(rtol=1e-9, max_evals=2**17)
+    opts = dict(n_start=2**15, memory_limit=_chunk(2**14))
+    a = mc.MonteCarlo(seed=11, **opts).integrate(table51, Box.cube(6), **kw)
+    b = mc.MonteCarlo(seed=11, **opts).integrate(table51, Box.cube(6), **kw)
+    c = mc.MonteCarlo(seed=12, **opts).integrate(table51, Box.cube(6), **kw)
     assert a.value == b.value and a.error == b.error
     assert a.value != c.value
 
 
 @pytest.mark.parametrize("rng", mc.RNGS)
-def test_chunk_size_changes_only_rounding(rng):
+def test_chunking_changes_only_rounding(rng):
     """Points depend on the global sample index only: chunking reorders the float64 sums."""
-    kw = dict(rtol=1e-12, max_evals=2**16, n_start=2**16, seed=5, rng=rng)
-    a = mc.integrate_box(table51, [0] * 6, [1] * 6, chunk_size=2**12, **kw)
-    b = mc.integrate_box(table51, [0] * 6, [1] * 6, chunk_size=2**16, **kw)
+    kw = dict(rtol=1e-12, max_evals=2**16)
+    opts = dict(n_start=2**16, seed=5, rng=rng)
+    a = mc.MonteCarlo(memory_limit=_chunk(2**12), **opts).integrate(table51, Box.cube(6), **kw)
+    b = mc.MonteCarlo(memory_limit=_chunk(2**16), **opts).integrate(table51, Box.cube(6), **kw)
     assert a.evaluations == b.evaluations == 2**16
     assert a.info["chunk_evals"] != b.info["chunk_evals"]
     assert a.value == pytest.approx(b.value, rel=1e-13)
@@ -148,9 +156,10 @@ def test_chunk_size_changes_only_rounding(rng):
 
 def test_meta_algorithm_continues_the_stream():
     """Growing N in steps gives the same estimate as one step of the final N (no reuse)."""
-    kw = dict(rtol=1e-12, max_evals=2**16, chunk_size=2**12, seed=9)
-    steps = mc.integrate_box(table51, [0] * 6, [1] * 6, n_start=2**12, growth=4, **kw)
-    once = mc.integrate_box(table51, [0] * 6, [1] * 6, n_start=2**16, **kw)
+    kw = dict(rtol=1e-12, max_evals=2**16)
+    opts = dict(memory_limit=_chunk(2**12), seed=9)
+    steps = mc.MonteCarlo(n_start=2**12, growth=4, **opts).integrate(table51, Box.cube(6), **kw)
+    once = mc.MonteCarlo(n_start=2**16, **opts).integrate(table51, Box.cube(6), **kw)
     assert steps.info["steps"] == 3 and once.info["steps"] == 1
     assert steps.evaluations == once.evaluations == 2**16
     assert steps.value == pytest.approx(once.value, rel=1e-13)
@@ -161,8 +170,8 @@ def test_meta_algorithm_continues_the_stream():
 def test_antithetic_error_is_pair_variance():
     """Eq. 2.6: the error is the std of the pair means over sqrt(pairs)."""
     n = 2**13
-    r = mc.integrate_box(_quadratic, [0] * 3, [1] * 3, rtol=1e-12, max_evals=2 * n, n_start=2 * n,
-                         chunk_size=2 * n, seed=2)
+    r = mc.MonteCarlo(n_start=2 * n, memory_limit=_chunk(2 * n), seed=2).integrate(
+        _quadratic, Box.cube(3), rtol=1e-12, max_evals=2 * n)
     u = mc.uniforms(0, n, 3, seed=2)
     g = 0.5 * ((u * u).sum(1) + ((1 - u) ** 2).sum(1))
     assert r.info["samples"] == n
@@ -172,15 +181,15 @@ def test_antithetic_error_is_pair_variance():
 
 def test_plain_sampling_and_box():
     # int over [0,2] x [1,3] of x*y = 2 * 4 = 8
-    r = mc.integrate_box(lambda x: x[:, 0] * x[:, 1], [0, 1], [2, 3], rtol=2e-3, antithetic=False,
-                         n_start=2**15, chunk_size=2**15)
+    r = mc.MonteCarlo(antithetic=False, n_start=2**15, memory_limit=_chunk(2**15)).integrate(
+        lambda x: x[:, 0] * x[:, 1], Box([0, 1], [2, 3]), rtol=2e-3, max_evals=10**9)
     assert r.converged and abs(r.value - 8) < 4 * r.error
     assert r.info["samples"] == r.evaluations
 
 
 def test_float32_points_float64_sums():
-    r = mc.integrate_box(table51, [0] * 6, [1] * 6, rtol=3e-3, precision="float32",
-                         n_start=2**16, chunk_size=2**16)
+    r = mc.MonteCarlo(precision="float32", n_start=2**16, memory_limit=_chunk(2**16)).integrate(
+        table51, Box.cube(6), rtol=3e-3, max_evals=10**9)
     assert r.converged and abs(r.value - TABLE51_REFERENCE) < 4 * r.error
     assert isinstance(r.value, float) and r.info["precision"] == "float32"
 
@@ -192,14 +201,15 @@ def test_vector_and_complex_equal_componentwise():
 
     comps = [lambda x: jnp.cos(jnp.sum(x, 1)), lambda x: jnp.sin(jnp.sum(x, 1)),
              lambda x: jnp.sum(x, 1) ** 2]
-    kw = dict(rtol=1e-12, max_evals=2**15, n_start=2**15, chunk_size=2**14, seed=4)
-    rv = mc.integrate_box(vec, [0] * 3, [1] * 3, **kw)
+    kw = dict(rtol=1e-12, max_evals=2**15)
+    engine = mc.MonteCarlo(n_start=2**15, memory_limit=_chunk(2**14), seed=4)
+    rv = engine.integrate(vec, Box.cube(3), **kw)
     assert rv.value.shape == (2,) and np.iscomplexobj(rv.value) and np.iscomplexobj(rv.error)
     got = [rv.value[0].real, rv.value[0].imag, rv.value[1].real]
     errs = [rv.error[0].real, rv.error[0].imag, rv.error[1].real]
     assert rv.value[1].imag == 0 and rv.error[1].imag == 0
     for g, e, fc in zip(got, errs, comps):
-        r = mc.integrate_box(fc, [0] * 3, [1] * 3, **kw)
+        r = engine.integrate(fc, Box.cube(3), **kw)
         assert g == pytest.approx(r.value, rel=1e-12, abs=1e-15)
         assert e == pytest.approx(r.error, rel=1e-9, abs=1e-15)
 
@@ -208,27 +218,29 @@ def test_nonfinite_counted_and_excluded():
     def f(x):
         return jnp.where(x[:, 0] < 0.01, jnp.nan, 1.0 + 0.0 * x[:, 1])
 
-    r = mc.integrate_box(f, [0, 0], [1, 1], rtol=1e-3, antithetic=False, n_start=2**14,
-                         chunk_size=2**14)
+    r = mc.MonteCarlo(antithetic=False, n_start=2**14, memory_limit=_chunk(2**14)).integrate(
+        f, Box.cube(2), rtol=1e-3, max_evals=10**9)
     assert not r.converged and r.status.startswith(base.NONFINITE)
     assert abs(r.info["nonfinite"] - 0.01 * r.evaluations) < 5 * np.sqrt(0.01 * r.evaluations)
     assert r.value == 1.0 and r.info["samples"] == r.evaluations - r.info["nonfinite"]
 
 
 def test_budget_exhausted_status():
-    r = mc.integrate_box(table51, [0] * 6, [1] * 6, rtol=1e-7, max_evals=2**15, n_start=2**13,
-                         chunk_size=2**13)
+    r = mc.MonteCarlo(n_start=2**13, memory_limit=_chunk(2**13)).integrate(
+        table51, Box.cube(6), rtol=1e-7, max_evals=2**15)
     assert not r.converged and r.status.startswith(base.MAX_EVALS)
     assert r.evaluations <= 2**15
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError):
-        mc.integrate_box(_quadratic, [0], [1], rng="mt19937")
+        mc.MonteCarlo(rng="mt19937").integrate(_quadratic, Box.cube(1))
     with pytest.raises(ValueError):
-        mc.integrate_box(_quadratic, [0], [1], max_evals=100)
+        mc.MonteCarlo().integrate(_quadratic, Box.cube(1), rtol=1e-3, max_evals=100)
     with pytest.raises(TypeError):
-        mc.integrate_box(_quadratic, [0], [1], bogus=1)
+        mc.MonteCarlo(bogus=1)
+    with pytest.raises(ValueError):
+        mc.MonteCarlo(memory_limit=0)
 
 
 # ---------------------------------------------------------------- honesty on exact integrals
@@ -244,8 +256,9 @@ def test_geometry_twenty_seeds_honest(name, rtol, antithetic):
     case = GEOMETRY[name]
     inside, results = 0, []
     for seed in range(20):
-        r = mc.integrate_box(case.f, [0] * case.ndim, [1] * case.ndim, rtol=rtol, seed=seed,
-                             n_start=2**16, chunk_size=2**16, antithetic=antithetic)
+        engine = mc.MonteCarlo(seed=seed, n_start=2**16, memory_limit=_chunk(2**16),
+                               antithetic=antithetic)
+        r = engine.integrate(case.f, Box.cube(case.ndim), rtol=rtol, max_evals=10**9)
         assert r.converged, r.status
         assert r.error <= rtol * abs(r.value)
         results.append((r.value, r.error))
@@ -257,7 +270,8 @@ def test_geometry_twenty_seeds_honest(name, rtol, antithetic):
 
 
 def test_table51_mc_honest():
-    r = mc.integrate_box(table51, [0] * 6, [1] * 6, rtol=2e-3, n_start=2**16, chunk_size=2**16)
+    r = mc.MonteCarlo(n_start=2**16, memory_limit=_chunk(2**16)).integrate(
+        table51, Box.cube(6), rtol=2e-3, max_evals=10**9)
     assert r.converged and abs(r.value - TABLE51_REFERENCE) < 3 * r.error
 
 
@@ -267,13 +281,15 @@ def test_two_cpu_devices_same_points(tmp_path):
     """Sharded over 2 host devices the estimate equals the 1-device one up to round-off."""
     code = textwrap.dedent("""
         import jax, loopint, json, sys
-        from loopint.engines import mc
+        from loopint.engines import mc, sampling
+        from loopint.engines.base import Box
         from loopint.testfunctions import table51
         assert jax.device_count() == 2
         out = {}
         for nd in (1, 2):
-            r = mc.integrate_box(table51, [0]*6, [1]*6, rtol=1e-12, max_evals=2**16,
-                                 n_start=2**16, chunk_size=2**14, seed=3, devices=nd)
+            engine = mc.MonteCarlo(n_start=2**16, memory_limit=2**14 * sampling.BYTES_PER_EVALUATION,
+                                   seed=3, devices=nd)
+            r = engine.integrate(table51, Box.cube(6), rtol=1e-12, max_evals=2**16)
             out[nd] = [r.value, r.error, r.evaluations, r.info["devices"]]
         print(json.dumps(out))
     """)

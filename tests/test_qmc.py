@@ -1,7 +1,7 @@
 """Randomized lattice rules: accuracy and honesty on exact integrals, rate, options, transforms.
 
-Exact references: closed forms of REFERENCES.md through ``genz_suite`` and ``TABLE51_REFERENCE``
-(tensor Gauss-Legendre, 1e-14), and product formulas written out here with mpmath.
+Exact references: the closed forms of ``genz_suite``, ``TABLE51_REFERENCE`` (tensor
+Gauss-Legendre, 1e-14), and product formulas written out here with mpmath.
 
 Tolerances.  ``table51`` (6-D) and the sign-changing f1 in 4-D are run to rtol 1e-6.  The 8-D
 f1 and f3 of the suite need far more points for 1e-6 than a 2-core CPU test can afford: f1_8d
@@ -10,8 +10,7 @@ of 3e-11) and f3_8d is a corner peak of height 1 with integral 2.3e-10; with 2^2
 lattices their relative errors are ~1e-2 and ~1e-3.  Here they are run to rtol 2e-1 and 1e-2
 with the same honesty check (true error within 3 estimated errors); the 1e-6 runs belong to
 the GPU benchmark (``loopint.bench.sampling_cases``): both need 2^28-point lattices (4.3e9
-evaluations with the ladder below; 0.4-0.6 s each on an H200, true errors 0.9e-6 and 0.4e-6 against
-estimates 0.9e-6 and 0.2e-6 relative), out of reach of a 2-core CPU in minutes, and building
+evaluations with the ladder below), out of reach of a 2-core CPU in minutes, and building
 that lattice takes ~30 GB of memory.
 """
 
@@ -29,10 +28,12 @@ import numpy as np
 import pytest
 
 import loopint  # noqa: F401
-from loopint.engines import base, lattice, periodize, qmc
+from loopint.engines import base, lattice, periodize, qmc, sampling
+from loopint.engines.base import Box
 from loopint.testfunctions import TABLE51_REFERENCE, f1, genz_suite, table51
 
 GENZ = {c.name: c for c in genz_suite()}
+QMC = qmc.QuasiMonteCarlo()
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -69,25 +70,25 @@ def _check(r, exact, rtol):
 # ---------------------------------------------------------------- accuracy on exact integrals
 
 def test_table51_to_1e6():
-    r = qmc.integrate_box(table51, [0] * 6, [1] * 6, rtol=1e-6)
+    r = QMC.integrate(table51, Box.cube(6), rtol=1e-6, max_evals=10**10)
     _check(r, TABLE51_REFERENCE, 1e-6)
 
 
 def test_f1_4d_sign_changing_to_1e6():
-    r = qmc.integrate_box(f1, [0] * 4, [1] * 4, rtol=1e-6)
+    r = QMC.integrate(f1, Box.cube(4), rtol=1e-6, max_evals=10**10)
     _check(r, _f1_exact(4), 1e-6)
 
 
 def test_f3_5d_to_1e6():
     c = GENZ["f3_5d"]
-    r = qmc.integrate_box(c.f, [0] * c.ndim, [1] * c.ndim, rtol=1e-6)
+    r = QMC.integrate(c.f, Box.cube(c.ndim), rtol=1e-6, max_evals=10**10)
     _check(r, c.exact, 1e-6)
 
 
 @pytest.mark.parametrize("name,rtol", [("f1_8d", 2e-1), ("f3_8d", 1e-2)])
 def test_suite_8d_looser(name, rtol):
     c = GENZ[name]
-    r = qmc.integrate_box(c.f, [0] * c.ndim, [1] * c.ndim, rtol=rtol)
+    r = QMC.integrate(c.f, Box.cube(c.ndim), rtol=rtol, max_evals=10**10)
     _check(r, c.exact, rtol)
 
 
@@ -97,7 +98,7 @@ def test_error_falls_faster_than_mc():
         return jnp.exp(x @ jnp.array([1.0, 0.5, 1 / 3, 0.25]))
 
     exact = math.prod(j * (math.exp(1 / j) - 1) for j in (1, 2, 3, 4))
-    r = qmc.integrate_box(smooth, [0] * 4, [1] * 4, rtol=1e-15, max_evals=8 * (2**17 - 1))
+    r = QMC.integrate(smooth, Box.cube(4), rtol=1e-15, max_evals=8 * (2**17 - 1))
     hist = r.info["history"]
     n = np.array([h[0] for h in hist], float)
     est = np.array([h[3] for h in hist])
@@ -114,19 +115,22 @@ def test_error_falls_faster_than_mc():
 
 def test_reproducible_and_seed_dependent():
     kw = dict(rtol=1e-12, max_evals=8 * (1021 + 2039))
-    a = qmc.integrate_box(table51, [0] * 6, [1] * 6, seed=1, **kw)
-    b = qmc.integrate_box(table51, [0] * 6, [1] * 6, seed=1, **kw)
-    c = qmc.integrate_box(table51, [0] * 6, [1] * 6, seed=2, **kw)
+    a = qmc.QuasiMonteCarlo(seed=1).integrate(table51, Box.cube(6), **kw)
+    b = qmc.QuasiMonteCarlo(seed=1).integrate(table51, Box.cube(6), **kw)
+    c = qmc.QuasiMonteCarlo(seed=2).integrate(table51, Box.cube(6), **kw)
     assert a.value == b.value and a.error == b.error
     assert a.value != c.value
     assert a.info["levels"] == 2 and a.evaluations == 8 * (1021 + 2039)
     assert a.status.startswith(base.MAX_EVALS) and not a.converged
 
 
-def test_chunk_size_changes_only_rounding():
-    kw = dict(rtol=1e-12, max_evals=8 * 65521, n_start=2**16, seed=3)
-    a = qmc.integrate_box(table51, [0] * 6, [1] * 6, chunk_size=2**22, **kw)
-    b = qmc.integrate_box(table51, [0] * 6, [1] * 6, chunk_size=8 * 2**12, **kw)
+def test_chunking_changes_only_rounding():
+    kw = dict(rtol=1e-12, max_evals=8 * 65521)
+    big, small = (evals * sampling.BYTES_PER_EVALUATION for evals in (2**22, 8 * 2**12))
+    a = qmc.QuasiMonteCarlo(n_start=2**16, seed=3, memory_limit=big).integrate(
+        table51, Box.cube(6), **kw)
+    b = qmc.QuasiMonteCarlo(n_start=2**16, seed=3, memory_limit=small).integrate(
+        table51, Box.cube(6), **kw)
     assert a.info["n"] == b.info["n"] == 65521
     assert a.value == pytest.approx(b.value, rel=1e-13)
 
@@ -138,7 +142,7 @@ def test_error_is_standard_error_of_shift_means():
     def g(x):
         return jnp.prod(1 + x * x, axis=1)
 
-    r = qmc.integrate_box(g, [0] * d, [1] * d, rtol=1e-15, max_evals=q * n, seed=4)
+    r = qmc.QuasiMonteCarlo(seed=4).integrate(g, Box.cube(d), rtol=1e-15, max_evals=q * n)
     z = lattice.generating_vector(n, d)
     shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(4), 0), (q, d),
                                            dtype=jnp.float64))
@@ -158,20 +162,23 @@ def test_error_is_standard_error_of_shift_means():
 @pytest.mark.parametrize("per", ["sidi", "baker", "none", "korobov2"])
 def test_other_periodizations(per):
     c = GENZ["f3_3d"]
-    r = qmc.integrate_box(c.f, [0] * 3, [1] * 3, rtol=1e-4, periodize=per)
+    r = qmc.QuasiMonteCarlo(periodize=per).integrate(c.f, Box.cube(3), rtol=1e-4,
+                                                     max_evals=10**10)
     assert r.info["periodize"] == periodize.get(per).name
     _check(r, c.exact, 1e-4)
 
 
 def test_korobov_lattice_and_box():
     # int over [0,2] x [1,3] of x*y = 8
-    r = qmc.integrate_box(lambda x: x[:, 0] * x[:, 1], [0, 1], [2, 3], rtol=1e-8, lattice="korobov")
+    r = qmc.QuasiMonteCarlo(lattice="korobov").integrate(
+        lambda x: x[:, 0] * x[:, 1], Box([0, 1], [2, 3]), rtol=1e-8, max_evals=10**10)
     assert r.info["lattice"] == "korobov"
     _check(r, 8.0, 1e-8)
 
 
 def test_float32_integrand():
-    r = qmc.integrate_box(table51, [0] * 6, [1] * 6, rtol=1e-4, precision="float32")
+    r = qmc.QuasiMonteCarlo(precision="float32").integrate(table51, Box.cube(6), rtol=1e-4,
+                                                           max_evals=10**10)
     assert r.info["precision"] == "float32"
     _check(r, TABLE51_REFERENCE, 1e-4)
 
@@ -183,13 +190,14 @@ def test_vector_and_complex_equal_componentwise():
 
     comps = [lambda x: jnp.cos(jnp.sum(x, 1)), lambda x: jnp.sin(jnp.sum(x, 1)),
              lambda x: jnp.sum(x, 1) ** 2]
-    kw = dict(rtol=1e-15, max_evals=8 * (1021 + 2039 + 4093), seed=6)
-    rv = qmc.integrate_box(vec, [0] * 3, [1] * 3, **kw)
+    kw = dict(rtol=1e-15, max_evals=8 * (1021 + 2039 + 4093))
+    engine = qmc.QuasiMonteCarlo(seed=6)
+    rv = engine.integrate(vec, Box.cube(3), **kw)
     assert rv.value.shape == (2,) and np.iscomplexobj(rv.value)
     got = [rv.value[0].real, rv.value[0].imag, rv.value[1].real]
     errs = [rv.error[0].real, rv.error[0].imag, rv.error[1].real]
     for g, e, fc in zip(got, errs, comps):
-        r = qmc.integrate_box(fc, [0] * 3, [1] * 3, **kw)
+        r = engine.integrate(fc, Box.cube(3), **kw)
         assert g == pytest.approx(r.value, rel=1e-13)
         assert e == pytest.approx(r.error, rel=1e-8)
     exact = ((np.exp(1j) - 1) / 1j) ** 3
@@ -200,14 +208,15 @@ def test_nonfinite_counted():
     def f(x):
         return jnp.where(x[:, 0] > 0.99, jnp.inf, x[:, 1])
 
-    r = qmc.integrate_box(f, [0, 0], [1, 1], rtol=1e-3, periodize="none")
+    r = qmc.QuasiMonteCarlo(periodize="none").integrate(f, Box.cube(2), rtol=1e-3,
+                                                        max_evals=10**10)
     assert not r.converged and r.status.startswith(base.NONFINITE)
     assert r.info["nonfinite"] > 0
 
 
 def test_beyond_ladder_adds_shifts():
-    r = qmc.integrate_box(table51, [0] * 6, [1] * 6, rtol=1e-15, max_log2=11,
-                          max_evals=8 * (1021 + 2039) + 3 * 8 * 2039)
+    r = qmc.QuasiMonteCarlo(max_log2=11).integrate(
+        table51, Box.cube(6), rtol=1e-15, max_evals=8 * (1021 + 2039) + 3 * 8 * 2039)
     assert [h[0] for h in r.info["history"]] == [1021, 2039, 2039, 2039, 2039]
     assert [h[1] for h in r.info["history"]] == [8, 8, 16, 24, 32]
     assert r.info["shifts"] == 32
@@ -223,7 +232,7 @@ class _FakeDevice:
 
 @pytest.mark.parametrize("platform,limit,k", [
     ("cpu", None, qmc.CPU_MAX_LOG2),
-    ("gpu", int(0.75 * 141e9), 28),    # an H200 (2^29 built there, 2^30 ran out of memory)
+    ("gpu", int(0.75 * 141e9), 28),    # an H200 (2^29 points fit there, 2^30 do not)
     ("gpu", int(0.75 * 16e9), 25),     # a 16 GB card
     ("gpu", 2**30, qmc.CPU_MAX_LOG2),  # never below the CPU's ladder
     ("gpu", 2**50, lattice.LADDER_LOG2[-1]),
@@ -237,13 +246,15 @@ def test_default_top_of_ladder(platform, limit, k):
 
 def test_bad_arguments():
     with pytest.raises(ValueError):
-        qmc.integrate_box(table51, [0] * 6, [1] * 6, n_shifts=1)
+        qmc.QuasiMonteCarlo(n_shifts=1)
     with pytest.raises(ValueError):
-        qmc.integrate_box(table51, [0] * 6, [1] * 6, periodize="tanh")
+        qmc.QuasiMonteCarlo(periodize="tanh")
     with pytest.raises(ValueError):
-        qmc.integrate_box(table51, [0] * 6, [1] * 6, max_evals=1000)
+        QMC.integrate(table51, Box.cube(6), max_evals=1000)
     with pytest.raises(TypeError):
-        qmc.integrate_box(table51, [0] * 6, [1] * 6, bogus=True)
+        qmc.QuasiMonteCarlo(bogus=True)
+    with pytest.raises(ValueError):
+        qmc.QuasiMonteCarlo(memory_limit=-1)
 
 
 # ---------------------------------------------------------------- transforms
@@ -280,12 +291,13 @@ def test_two_cpu_devices(tmp_path):
     code = textwrap.dedent("""
         import jax, json, loopint
         from loopint.engines import qmc
+        from loopint.engines.base import Box
         from loopint.testfunctions import table51
         assert jax.device_count() == 2
         out = {}
         for nd in (1, 2):
-            r = qmc.integrate_box(table51, [0]*6, [1]*6, rtol=1e-12, max_evals=8*(1021+2039),
-                                  seed=3, devices=nd)
+            r = qmc.QuasiMonteCarlo(seed=3, devices=nd).integrate(
+                table51, Box.cube(6), rtol=1e-12, max_evals=8*(1021+2039))
             out[nd] = [r.value, r.error, r.info["devices"]]
         print(json.dumps(out))
     """)

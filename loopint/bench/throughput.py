@@ -1,4 +1,4 @@
-"""Integrand throughput: evaluations per second of the Table 5.1 integrand (issue 3 benchmark).
+"""Integrand throughput: evaluations per second of the Table 5.1 integrand.
 
 Compares the seed's hand-written formula in plain JAX (:func:`loopint.testfunctions.table51`)
 with the integrand generated from the diagram file (``diagrams/table51_2L.toml``, sequential
@@ -30,14 +30,14 @@ DIAGRAM = os.path.join(os.path.dirname(__file__), "..", "..", "diagrams", "table
 
 def _summer(f, batch: int, steps: int, dtype, rng: str = "philox"):
     """Jitted ``key_data -> sum over steps x batch points of f(u)``, the uniforms from the MC
-    engine's counter-based generator (:func:`loopint.engines.mc._sample_columns`: elementwise
+    engine's counter-based generator (:func:`loopint.engines.mc.sample_columns`: elementwise
     in the sample, so XLA fuses generator, integrand and sum)."""
     nb = batch // mc.BLOCK
 
     @jax.jit
     def run(key_data):
         def body(i, acc):
-            u = jnp.stack(mc._sample_columns(rng, key_data, jnp.asarray(i, jnp.int64) * nb,
+            u = jnp.stack(mc.sample_columns(rng, key_data, jnp.asarray(i, jnp.int64) * nb,
                                              nb, 6, dtype), axis=1)
             return acc + jnp.sum(f(u).astype(jnp.float64))
         return jax.lax.fori_loop(0, steps, body, jnp.zeros((), jnp.float64))

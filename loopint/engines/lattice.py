@@ -27,7 +27,7 @@ Two constructions, both for prime ``n``:
   primitive root ``g`` of ``n``, so all ``n - 1`` candidates are scored with one circular
   convolution of length ``n - 1``: ``O(d n log n)`` time, ``O(n)`` memory.  ``z_1 = 1``.  The
   convolution runs in JAX on the default device, as a linear convolution with power-of-two FFTs
-  (``n - 1`` can have large prime factors); on an H200 the vector of ``2^29`` points takes 9 s.
+  (``n - 1`` can have large prime factors).
 - :func:`korobov`: Korobov vectors ``z = (1, a, a^2, ..., a^(d-1)) mod n`` with ``a`` chosen to
   minimize ``e^2``.  Each candidate costs ``O(n d)``; all ``a <= n/2`` are tried while
   ``n d (n/2) <= 2^26``, otherwise a fixed pseudo-random subset of ``max(32, 2^26/(n d))``
@@ -223,8 +223,8 @@ def cbc(n: int, d: int, gamma=DEFAULT_GAMMA, start: Sequence[int] = ()) -> np.nd
     inv_perm = np.empty(m, dtype=np.int64)             # root^(-l) = root^((m - l) % m)
     inv_perm[0] = 1
     inv_perm[1:] = perm[:0:-1]
-    # The O(n log n) work runs in JAX (the default device: an accelerator builds the vectors of
-    # the top of the ladder, n ~ 2^28, in seconds, where numpy on one core took minutes).
+    # The O(n log n) work runs in JAX on the default device, so that an accelerator builds the
+    # vectors of the top of the ladder, n ~ 2^28, in seconds.
     # The circular convolution of length m = n - 1 (which can have large prime factors: slow
     # FFTs, and cuFFT cannot plan them beyond ~2^26) is done as a linear convolution with
     # power-of-two FFTs of length L >= 2m - 1, folded back.

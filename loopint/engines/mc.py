@@ -15,15 +15,16 @@ An antithetic pair costs two evaluations: it helps when ``f(u)`` and ``f(1-u)`` 
 correlated (monotone integrands) and halves the efficiency when ``f(u) = f(1-u)`` (e.g. the
 tetrahedron-picking integrands); ``antithetic=False`` turns it off.
 
-Sums.  Samples are processed in chunks of ``chunk_size`` evaluations inside one jitted
-``lax.fori_loop``, so memory is constant however large ``N`` is (seed 000 section 2.4:
-"chunking").  Each chunk contributes its float64 sums ``sum (g - K)`` and ``sum (g - K)^2``
-(``K`` = mean of the first ``PILOT_BLOCKS`` stream blocks, computed before the loop: a fixed
-shift that removes the cancellation in ``sum g^2 - n gbar^2`` without changing the
-estimator, and leaves the loop body one pass that XLA fuses); the chunk sums are accumulated with
-Neumaier's compensated summation (the improved Kahan summation seed 000 uses as its round-off
-guard), so the accumulated round-off stays ``O(eps)`` for any number of chunks.  Integrand
-values are computed in ``precision`` (float64, or float32 opt-in) and always summed in float64.
+Sums.  Samples are processed in chunks (their size set by the ``memory_limit`` option,
+:func:`loopint.engines.sampling.chunk_evaluations`) inside one jitted ``lax.fori_loop``, so
+memory is constant however large ``N`` is (seed 000 section 2.4: "chunking").  Each chunk
+contributes its float64 sums ``sum (g - K)`` and ``sum (g - K)^2`` (``K`` = mean of the first
+``PILOT_BLOCKS`` stream blocks, computed before the loop: a fixed shift that removes the
+cancellation in ``sum g^2 - n gbar^2`` without changing the estimator, and leaves the loop
+body one pass that XLA fuses); the chunk sums are accumulated with Neumaier's compensated
+summation (the improved Kahan summation seed 000 uses as its round-off guard), so the
+accumulated round-off stays ``O(eps)`` for any number of chunks.  Integrand values are
+computed in ``precision`` (float64, or float32 opt-in) and always summed in float64.
 
 Random numbers.  Every sample has a global index ``s = 0, 1, 2, ...``; samples are addressed
 in stream blocks of ``BLOCK`` = 1024, and the uniforms of sample ``s`` are a pure function of
@@ -61,7 +62,7 @@ strictly inside (0, 1): integrands singular on the faces of the cube are never e
 Because points depend on the global sample index only, two runs that end at the same number
 of samples (chunk sizes that divide ``n_start`` and the step targets the same way) differ only
 through the order of the float64 summation and the shift ``K``: round-off, ~1e-16 relative.
-(``chunk_size`` is rounded down to whole blocks, and evaluations are made in whole chunks.)
+(A chunk is rounded down to whole blocks, and evaluations are made in whole chunks.)
 The meta-algorithm's later steps continue the stream at new indices and never reuse a random
 number; the same ``seed`` gives bit-identical results on the same device and software.
 With several devices the blocks of each chunk are sharded over them
@@ -90,7 +91,7 @@ from jax import lax
 from jax.extend.random import threefry2x32_p
 
 from ..precision import real_dtype
-from . import base
+from . import base, sampling
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +209,7 @@ def _unit_from_bits(bits, dtype):
     return ((bits >> 9).astype(jnp.float32) + jnp.float32(0.5)) * jnp.float32(2.0**-23)
 
 
-def _sample_columns(rng: str, key_data, first_block, nblocks: int, d: int, dtype) -> list:
+def sample_columns(rng: str, key_data, first_block, nblocks: int, d: int, dtype) -> list:
     """The uniforms of the ``nblocks`` stream blocks from ``first_block`` on, as ``d`` flat
     columns ``[nblocks * BLOCK]`` (sample-major).
 
@@ -275,7 +276,7 @@ def uniforms(first_sample: int, n_samples: int, ndim: int, *, seed: int = 0,
              rng: str = "philox", precision: str = "float64") -> np.ndarray:
     """The base uniforms ``u`` of samples ``first_sample .. first_sample + n_samples - 1``.
 
-    Exactly the numbers :func:`integrate_box` uses (before the antithetic reflection); both
+    Exactly the numbers :class:`MonteCarlo` uses (before the antithetic reflection); both
     arguments must be multiples of :data:`BLOCK`.  For tests and diagnostics.
     """
     if first_sample % BLOCK or n_samples % BLOCK:
@@ -291,45 +292,11 @@ def uniforms(first_sample: int, n_samples: int, ndim: int, *, seed: int = 0,
 @functools.lru_cache(maxsize=16)
 def _uniforms_jit(rng: str, ndim: int, dtype, nblocks: int):
     return jax.jit(lambda kd, first: jnp.stack(
-        _sample_columns(rng, kd, first, nblocks, ndim, dtype), axis=1))
+        sample_columns(rng, kd, first, nblocks, ndim, dtype), axis=1))
 
 
 # ----------------------------------------------------------------------------------------------
-# compensated accumulation
-
-def neumaier_add(s, c, x):
-    """One step of Neumaier's compensated sum: returns ``(s + x, c + lost low-order part)``."""
-    t = s + x
-    lost = jnp.where(jnp.abs(s) >= jnp.abs(x), (s - t) + x, (x - t) + s)
-    return t, c + lost
-
-
-def finite_rows(y):
-    """``[n]`` mask of the rows of ``y[n, m]`` that are finite in every component (elementwise
-    over the few components, no reduction: it stays in the caller's fusion)."""
-    ok = jnp.isfinite(y[:, 0])
-    for k in range(1, y.shape[1]):
-        ok = ok & jnp.isfinite(y[:, k])
-    return ok
-
-
-def inside_box(x, lo, span):
-    """Clip points ``x`` (in their own dtype) to the open box: one ulp inside each face.
-
-    ``lo + span * u`` can round onto a face even for ``u`` strictly inside (0, 1).
-    """
-    lo_ = lo.astype(x.dtype)
-    hi_ = (lo + span).astype(x.dtype)
-    return jnp.clip(x, jnp.nextafter(lo_, hi_), jnp.nextafter(hi_, lo_))
-
-
-def batch_sharding(ndev: int):
-    """``NamedSharding`` of a batch axis over the first ``ndev`` devices (None for one)."""
-    if ndev <= 1:
-        return None
-    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:ndev]), ("batch",))
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
-
+# the compiled chunk loop
 
 def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chunk_blocks: int,
                   ndev: int):
@@ -337,26 +304,23 @@ def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chun
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     m = norm.n_components
-    shard = batch_sharding(ndev)
-
-    def constrain(a):
-        return a if shard is None else lax.with_sharding_constraint(a, shard)
+    constrain = sampling.sharding_constraint(ndev)
 
     def chunk(fn, key_data, lo, span, first_block, nblocks=chunk_blocks):
         cols = [constrain(c) for c in
-                _sample_columns(rng, key_data, first_block, nblocks, ndim, dtype)]
+                sample_columns(rng, key_data, first_block, nblocks, ndim, dtype)]
         lo_, span_ = lo.astype(dtype), span.astype(dtype)
 
-        def points(cs):    # column by column, stacked last (see _sample_columns)
-            return jnp.stack([inside_box(lo_[k] + span_[k] * c, lo[k], span[k])
+        def points(cs):    # column by column, stacked last (see sample_columns)
+            return jnp.stack([sampling.inside_box(lo_[k] + span_[k] * c, lo[k], span[k])
                               for k, c in enumerate(cs)], axis=1)
 
         y = norm.call(fn, points(cols)).astype(jnp.float64)
-        ok = finite_rows(y)
+        ok = sampling.finite_rows(y)
         nbad = (~ok).astype(jnp.float64)          # non-finite evaluations of each sample
         if antithetic:
             y2 = norm.call(fn, points([1 - c for c in cols])).astype(jnp.float64)
-            ok2 = finite_rows(y2)
+            ok2 = sampling.finite_rows(y2)
             nbad = nbad + (~ok2).astype(jnp.float64)
             ok = ok & ok2
             g = 0.5 * (y + y2)
@@ -396,16 +360,16 @@ def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chun
                                 first_block + jnp.asarray(i, jnp.int64) * chunk_blocks)
             dg = jnp.where(ok[:, None], g - k_shift, 0.0)
             # one variadic reduction: a single consumer, so XLA fuses the generator and the
-            # integrand into it (four separate sums made it write the values to memory first)
-            # (a variadic reduce takes operands of one shape: the counts ride along per
-            # component)
+            # integrand into it (separate sums would each read the values from memory); a
+            # variadic reduce takes operands of one shape, so the counts ride along per
+            # component
             s1, s2, cnt, bad = lax.reduce(
                 (dg, dg * dg, jnp.broadcast_to(ok[:, None], dg.shape).astype(jnp.float64),
                  jnp.broadcast_to(nbad[:, None], dg.shape)), (0.0, 0.0, 0.0, 0.0),
                 lambda a, b: tuple(x + y for x, y in zip(a, b)), (0,))
             cnt, bad = cnt[0], bad[0]
-            s, cs = neumaier_add(s, cs, s1)
-            q, cq = neumaier_add(q, cq, s2)
+            s, cs = sampling.neumaier_add(s, cs, s1)
+            q, cq = sampling.neumaier_add(q, cq, s2)
             return ((s, cs, q, cq, n_ok + cnt.astype(jnp.int64), n_bad + bad.astype(jnp.int64)),
                     next_key(kd))
 
@@ -440,150 +404,45 @@ def _estimate(state, vol: float):
     return vol * mean, vol * np.sqrt(var / n)
 
 
-@base.checks_boundary
-def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-3, atol: float = 0.0,
-                  max_evals: int = 10**9, seed: int = 0, n_start: int = 2**20, growth: float = 4,
-                  chunk_size: int = 2**22, antithetic: bool = True, rng: str = "philox",
-                  precision: str = "float64", **opts) -> base.IntegrationResult:
-    """Monte Carlo estimate of ``int_box f`` with the automatic meta-algorithm of seed 000.
+@dataclasses.dataclass(frozen=True)
+class MonteCarlo(base.Engine):
+    """Monte Carlo estimate of ``int_box f`` with the automatic meta-algorithm of seed 000
+    (module docstring).
 
-    Args:
-        f: batched integrand ``x[n, d] -> values[n]`` or ``[n, m]``, real or complex, traceable
-            by JAX (it is jit-compiled; the compiled loop is cached per ``f`` object).
-        lower, upper: box limits (scalars or length-``d`` sequences); ``d`` is their length.
-            Pass ``ndim=d`` in ``opts`` when both are scalars.
-        rtol, atol: stop when every component has ``error <= max(atol, rtol |value|)``.
-        max_evals: evaluation budget (an antithetic pair counts 2).  Evaluations are made in
-            whole chunks, so the run may stop up to one chunk short of it.
+    Options:
         seed: non-negative integer; same seed -> same random numbers.
-        n_start: evaluations of the first step.  growth: largest factor between steps.
-        chunk_size: evaluations per chunk (rounded to whole stream blocks of ``BLOCK``
-            samples, and to a multiple of the device count); memory scales with it.
+        n_start: evaluations of the first step.  growth: largest factor between steps (> 1).
+        memory_limit: bytes of device memory the engine may use for its sample chunks
+            (:data:`~loopint.engines.sampling.BYTES_PER_EVALUATION` per evaluation); None:
+            chunks of :data:`~loopint.engines.sampling.DEFAULT_CHUNK_EVALUATIONS` evaluations
+            on any device.  A chunk is rounded down to whole stream blocks of :data:`BLOCK`
+            samples, then up to a multiple of the device count.
         antithetic: use ``u`` and ``1 - u`` (eq. 2.5).
         rng: ``"philox"`` (default), ``"threefry"`` or ``"lcg"`` (module docstring).
         precision: ``"float64"`` or ``"float32"`` for points and integrand values; sums are
             always float64.
-        opts: ``ndim`` (see above); ``callback`` (called after each step with a dict
-            ``{evaluations, value, error}``); ``devices`` (how many local devices to shard
-            over; default all).
+        callback: called after each step with ``{evaluations, value, error}``.
+        devices: how many local devices to shard over (default all).
+        boundary_check: probe the integrand near the faces after the run
+            (:func:`loopint.engines.base.checks_boundary`).
 
-    Returns:
-        :class:`~loopint.engines.base.IntegrationResult` with ``method="mc"``; ``info`` holds
-        ``samples`` (pairs when antithetic), ``nonfinite`` (evaluations that returned NaN/inf,
-        excluded from the sums), ``steps``, ``history`` (evaluations, value, error per step),
-        ``rng``, ``seed``, ``antithetic``, ``chunk_evals``, ``devices``, ``precision``.
+    ``max_evals`` counts an antithetic pair as 2 evaluations; evaluations are made in whole
+    chunks, so the run may stop up to one chunk short of it.  The result has ``method="mc"``;
+    its ``info`` holds ``samples`` (pairs when antithetic), ``nonfinite`` (evaluations that
+    returned NaN/inf, excluded from the sums with their partner), ``steps``, ``history``
+    (evaluations, value, error per step), ``rng``, ``seed``, ``antithetic``, ``chunk_evals``,
+    ``devices``, ``precision``.
 
     Status: ``"converged"`` when the tolerance is met and no non-finite value was seen;
     ``"nonfinite: ..."`` when NaN/inf appeared (the estimate uses the finite pairs only);
     ``"max_evals: ..."`` when the budget was spent first.
     """
-    t0 = time.perf_counter()
-    ndim = opts.pop("ndim", None)
-    callback = opts.pop("callback", None)
-    ndev = opts.pop("devices", None)
-    if opts:
-        raise TypeError(f"mc.integrate_box got unknown options {sorted(opts)}")
-    if ndim is None:
-        ndim = max(np.size(lower), np.size(upper))
-    lo, hi = base.box(lower, upper, int(ndim))
-    base.check_tolerances(rtol, atol, max_evals)
-    if rng not in RNGS:
-        raise ValueError(f"rng must be one of {RNGS}, got {rng!r}")
-    real_dtype(precision)
-    if growth <= 1:
-        raise ValueError(f"growth must be > 1, got {growth}")
-    ndev = jax.device_count() if ndev is None else max(1, min(int(ndev), jax.device_count()))
-    per_sample = 2 if antithetic else 1
-    block_evals = BLOCK * per_sample
-    max_evals = int(max_evals)
-
-    chunk_blocks = max(1, min(int(chunk_size), int(n_start), max_evals) // block_evals)
-    chunk_blocks = -(-chunk_blocks // ndev) * ndev
-    chunk_evals = chunk_blocks * block_evals
-    budget_chunks = max_evals // chunk_evals
-    if budget_chunks < 1:
-        raise ValueError(f"max_evals={max_evals} is below one chunk ({chunk_evals} evaluations "
-                         f"= {chunk_blocks} blocks of {BLOCK} samples on {ndev} device(s))")
-
-    bound = base.BoundIntegrand.of(f)
-    norm, run, init = _make_runner(bound, lo.size, precision, rng, bool(antithetic), chunk_blocks,
-                                   ndev)
-    key_words = seed_key_data(seed, rng)
-
-    def key_at(block: int):
-        if rng == "lcg":
-            return jnp.asarray(_lcg_state_words(int(key_words[0]) << 32 | int(key_words[1]),
-                                                block, lo.size))
-        return jnp.asarray(key_words)
-
-    span = hi - lo
-    vol = float(np.prod(span))
-    state = init()
-    done = 0
-    target = max(1, math.ceil(int(n_start) / chunk_evals))
-    history = []
-    value = error = None
-    met = False
-    while True:
-        target = min(target, budget_chunks)
-        new = target - done
-        if new <= 0:
-            break
-        state = run(bound, state, key_at(done * chunk_blocks), jnp.asarray(lo), jnp.asarray(span),
-                    jnp.int64(done * chunk_blocks), jnp.int64(new))
-        done = target
-        value, error = _estimate(jax.device_get(state), vol)
-        evals = done * chunk_evals
-        history.append((evals, norm.unpack(value), base.complex_error(error, norm)))
-        if callback is not None:
-            callback({"evaluations": evals, "value": norm.unpack(value),
-                      "error": base.complex_error(error, norm)})
-        met = (bool(np.all(np.isfinite(error)))
-               and base.real_tolerance_met(value, error, rtol, atol, norm))
-        if met:
-            break
-        # predicted factor from the 1/sqrt(N) law, clipped to [1.5, growth]
-        tol = np.maximum(atol, rtol * np.abs(norm.unpack(value)))
-        err_user = base._combine_error(base.complex_error(error, norm))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = float(np.nanmax(np.where(tol > 0, err_user / tol, np.inf)))
-        factor = min(float(growth), max(min(1.5, float(growth)), 1.1 * ratio**2)) \
-            if np.isfinite(ratio) else float(growth)
-        target = max(done + 1, math.ceil(done * factor))
-
-    n_bad = int(np.asarray(state[6]))
-    n_ok = int(np.asarray(state[5]))
-    evaluations = done * chunk_evals
-    val_user = norm.unpack(value)
-    err_user = base.complex_error(error, norm)
-    if n_bad:
-        status = (f"{base.NONFINITE}: {n_bad} of {evaluations} evaluations returned NaN/inf and "
-                  f"were excluded (with their antithetic partner)" if antithetic else
-                  f"{base.NONFINITE}: {n_bad} of {evaluations} evaluations returned NaN/inf and "
-                  f"were excluded")
-    elif met:
-        status = base.CONVERGED
-    else:
-        requested = float(np.max(np.maximum(atol, rtol * np.abs(np.asarray(val_user)))))
-        status = base.status_not_converged(base.MAX_EVALS, evaluations,
-                                           base._combine_error(err_user), requested)
-    info = {"samples": n_ok, "nonfinite": n_bad, "steps": len(history), "history": history,
-            "rng": rng, "seed": int(seed), "antithetic": bool(antithetic),
-            "chunk_evals": chunk_evals, "devices": ndev, "precision": precision}
-    return base.IntegrationResult(value=val_user, error=err_user, converged=bool(met and not n_bad),
-                                  status=status, evaluations=evaluations,
-                                  seconds=time.perf_counter() - t0, method="mc", info=info)
-
-
-@dataclasses.dataclass(frozen=True)
-class MonteCarlo(base.Engine):
-    """Plain Monte Carlo (:func:`integrate_box`)."""
 
     name: ClassVar[str] = "mc"
     seed: int = 0
     n_start: int = 2**20
     growth: float = 4
-    chunk_size: int = 2**22
+    memory_limit: int | None = None
     antithetic: bool = True
     rng: str = "philox"
     precision: str = "float64"
@@ -591,6 +450,96 @@ class MonteCarlo(base.Engine):
     devices: int | None = None
     boundary_check: bool = True
 
+    def __post_init__(self):
+        if self.rng not in RNGS:
+            raise ValueError(f"rng must be one of {RNGS}, got {self.rng!r}")
+        real_dtype(self.precision)
+        if self.growth <= 1:
+            raise ValueError(f"growth must be > 1, got {self.growth}")
+        sampling.chunk_evaluations(self.memory_limit)
+
     def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                             **self.options())
+        return sampling.with_boundary_check(self._integrate_box, self.boundary_check, f, lower,
+                                            upper, rtol=rtol, atol=atol, max_evals=max_evals)
+
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        t0 = time.perf_counter()
+        lo, hi = base.box(lower, upper, max(np.size(lower), np.size(upper)))
+        ndev = sampling.device_count(self.devices)
+        chunk_blocks, chunk_evals = self._chunking(int(max_evals), ndev)
+        bound = base.BoundIntegrand.of(f)
+        norm, run, init = _make_runner(bound, lo.size, self.precision, self.rng,
+                                       bool(self.antithetic), chunk_blocks, ndev)
+        progress = sampling.Progress(norm, rtol, atol, self.callback)
+        state, done = self._sample(bound, run, init(), lo, hi - lo, chunk_blocks, chunk_evals,
+                                   int(max_evals) // chunk_evals, progress)
+        n_ok, n_bad = int(np.asarray(state[5])), int(np.asarray(state[6]))
+        evaluations = done * chunk_evals
+        info = {"samples": n_ok, "nonfinite": n_bad, "steps": len(progress.history),
+                "history": progress.history, "rng": self.rng, "seed": int(self.seed),
+                "antithetic": bool(self.antithetic), "chunk_evals": chunk_evals,
+                "devices": ndev, "precision": self.precision}
+        detail = ("and were excluded (with their antithetic partner)" if self.antithetic else
+                  "and were excluded")
+        return progress.result(method=self.name, evaluations=evaluations, nonfinite=n_bad,
+                               nonfinite_detail=detail, info=info, started=t0)
+
+    def _chunking(self, max_evals: int, ndev: int) -> tuple[int, int]:
+        """``(chunk_blocks, chunk_evals)``: stream blocks and evaluations per chunk, at most
+        the memory bound's, ``n_start`` and ``max_evals``, a multiple of the device count."""
+        block_evals = BLOCK * (2 if self.antithetic else 1)
+        limit = min(sampling.chunk_evaluations(self.memory_limit), int(self.n_start), max_evals)
+        chunk_blocks = max(1, limit // block_evals)
+        chunk_blocks = -(-chunk_blocks // ndev) * ndev
+        chunk_evals = chunk_blocks * block_evals
+        if max_evals // chunk_evals < 1:
+            raise ValueError(f"max_evals={max_evals} is below one chunk ({chunk_evals} "
+                             f"evaluations = {chunk_blocks} blocks of {BLOCK} samples on {ndev} "
+                             "device(s))")
+        return chunk_blocks, chunk_evals
+
+    def _sample(self, bound, run, state, lo, span, chunk_blocks: int, chunk_evals: int,
+                budget_chunks: int, progress: sampling.Progress):
+        """The steps of the meta-algorithm: ``run`` the chunks up to the next target, record
+        the estimate, stop when it meets the tolerance or the budget of ``budget_chunks``
+        chunks is spent.  Returns the final state and the number of chunks done."""
+        key_words = seed_key_data(self.seed, self.rng)
+        vol = float(np.prod(span))
+        done = 0
+        target = max(1, math.ceil(int(self.n_start) / chunk_evals))
+        while True:
+            target = min(target, budget_chunks)
+            if target <= done:
+                return state, done
+            first = done * chunk_blocks
+            state = run(bound, state, self._key_at(key_words, first, lo.size), jnp.asarray(lo),
+                        jnp.asarray(span), jnp.int64(first), jnp.int64(target - done))
+            done = target
+            value, error = _estimate(jax.device_get(state), vol)
+            if progress.record(value, error, done * chunk_evals, key=(done * chunk_evals,)):
+                return state, done
+            target = max(done + 1, math.ceil(done * self._growth_factor(progress)))
+
+    def _key_at(self, key_words: np.ndarray, block: int, ndim: int):
+        """The generator key of a chunk starting at stream block ``block`` (for ``"lcg"`` the
+        generator state there, by jump-ahead)."""
+        if self.rng == "lcg":
+            return jnp.asarray(_lcg_state_words(int(key_words[0]) << 32 | int(key_words[1]),
+                                                block, ndim))
+        return jnp.asarray(key_words)
+
+    def _growth_factor(self, progress: sampling.Progress) -> float:
+        """The factor ``1.1 (E / tol)^2`` that the 1/sqrt(N) law predicts, clipped to
+        [1.5, growth]; ``growth`` when the ratio is not finite."""
+        ratio = progress.error_ratio()
+        growth = float(self.growth)
+        return min(growth, max(min(1.5, growth), 1.1 * ratio**2)) if np.isfinite(ratio) \
+            else growth
+
+
+def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
+                  **options) -> base.IntegrationResult:
+    """``MonteCarlo(**options).integrate`` over the box ``[lower, upper]``."""
+    return MonteCarlo(**options).integrate(f, base.Box(lower, upper), rtol=rtol, atol=atol,
+                                           max_evals=max_evals)

@@ -32,21 +32,23 @@ last level, and ``evaluations`` counts all levels.  Past the top of the ladder
 ``q^(-1/2)`` only).
 
 Evaluation: points are generated on the fly from their index, ``k z_j mod n`` in int64 (exact
-for ``n < 2^31``), then ``/ n`` and the shift in float64; chunks of ``chunk_size`` evaluations
-(all ``q`` shifts of ``chunk_size / q`` indices) are processed in a jitted ``lax.fori_loop``
-with constant memory, and the per-shift float64 sums are accumulated across chunks with
-Neumaier compensation.  The lattice point, transform and weight are computed in float64; with
-``precision="float32"`` only the integrand runs in float32.  Points are clipped into the open
-box (one ulp inside each face, in the integrand's precision) so that no evaluation lands on a
-face, where the transform's weight vanishes but the integrand may not be finite.
-Non-finite values are counted (``info["nonfinite"]``), contribute zero, and the status is ``"nonfinite: ..."``.
-With several devices each chunk's indices are sharded over them (``NamedSharding``).
+for ``n < 2^31``), then ``/ n`` and the shift in float64; chunks of evaluations (all ``q``
+shifts of a range of indices, sized by the ``memory_limit`` option: :func:`_chunk_points`) are
+processed in a jitted ``lax.fori_loop`` with constant memory, and the per-shift float64 sums
+are accumulated across chunks with Neumaier compensation.  The lattice point, transform and
+weight are computed in float64; with ``precision="float32"`` only the integrand runs in
+float32.  Points are clipped into the open box (one ulp inside each face, in the integrand's
+precision) so that no evaluation lands on a face, where the transform's weight vanishes but
+the integrand may not be finite.  Non-finite values are counted (``info["nonfinite"]``),
+contribute zero, and the status is ``"nonfinite: ..."``.  With several devices each chunk's
+indices are sharded over them (``NamedSharding``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import math
 import time
@@ -58,20 +60,19 @@ import numpy as np
 from jax import lax
 
 from ..precision import real_dtype
-from . import base
+from . import base, sampling
 from . import lattice as lattice_mod
 from . import periodize as periodize_mod
-from .mc import batch_sharding, inside_box, neumaier_add
 
 log = logging.getLogger(__name__)
 
 
-def _chunk_points(n: int, q: int, chunk_size: int, cpu: bool = False) -> int:
+def _chunk_points(n: int, q: int, chunk_evals: int, cpu: bool = False) -> int:
     """Indices per chunk.  On an accelerator a power of 16 times 2^12 (few distinct
     compilations; the padding of a small level costs little there), capped.  On a CPU a fixed
     :data:`CPU_CHUNK_POINTS`: one compilation, and a level pads at most one chunk (a chunk of
     2^16 for n = 8191 would evaluate the integrand 8 times over)."""
-    cap = max(1, int(chunk_size) // q)
+    cap = max(1, int(chunk_evals) // q)
     if cpu:
         return min(CPU_CHUNK_POINTS, cap)
     c = 2**12
@@ -90,17 +91,16 @@ CPU_MAX_LOG2 = 24
 
 BYTES_PER_POINT = 256
 """Device memory allowed per lattice point for the CBC construction: it needs about 128 bytes
-(FFTs of twice the length in float64 and complex128, the permutation, the running product;
-on an H200, 141 GB with 75 % of it for JAX by default, ``2^29`` points were built and ``2^30``
-ran out of memory), doubled so that half the memory stays free for the rest of a run."""
+(FFTs of twice the length in float64 and complex128, the permutation, the running product:
+``2^29`` points fit in the 106 GB JAX may use on an H200 by default, ``2^30`` do not), doubled
+so that half the memory stays free for the rest of a run."""
 
 
 def default_max_log2(device=None) -> int:
     """Top of the lattice ladder (``k`` of the largest ``n ~ 2^k``) for ``device`` (default:
     the first device): :data:`CPU_MAX_LOG2` on a CPU; on an accelerator the largest ``k`` whose
     CBC construction fits in the device memory JAX may use (:data:`BYTES_PER_POINT`), at least
-    ``CPU_MAX_LOG2``.  On an H200 that is ``k = 28`` (``n = 268435399``; the vector is built in
-    about 5 s, once)."""
+    ``CPU_MAX_LOG2``.  On an H200 that is ``k = 28`` (``n = 268435399``)."""
     limit = base.device_memory_limit(device)
     k = int(math.floor(math.log2(limit / BYTES_PER_POINT))) if limit > 0 else CPU_MAX_LOG2
     return max(CPU_MAX_LOG2, min(k, lattice_mod.LADDER_LOG2[-1]))
@@ -111,10 +111,7 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     per = periodize_mod.get(period)
-    shard = batch_sharding(ndev)
-
-    def constrain(a):
-        return a if shard is None else lax.with_sharding_constraint(a, shard)
+    constrain = sampling.sharding_constraint(ndev)
 
     def chunk(fn, z, n, shifts, lo, span, start):
         k = constrain(start + jnp.arange(c, dtype=jnp.int64))
@@ -124,7 +121,7 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
         t = t[None, :, :] + shifts[:, None, :]                   # (q, c, d)
         t = jnp.where(t >= 1.0, t - 1.0, t)
         x, w = per.apply(t)
-        pts = inside_box((lo + span * x).astype(dtype), lo, span).reshape(q * c, ndim)
+        pts = sampling.inside_box((lo + span * x).astype(dtype), lo, span).reshape(q * c, ndim)
         y = norm.call(fn, pts).astype(jnp.float64).reshape(q, c, -1)
         ok = jnp.all(jnp.isfinite(y), axis=2) & valid[None, :]
         bad = jnp.sum(~jnp.all(jnp.isfinite(y), axis=2) & valid[None, :])
@@ -138,7 +135,7 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
         def body(i, st):
             s, cs, bad = st
             part, b = chunk(fn, z, n, shifts, lo, span, jnp.asarray(i, jnp.int64) * c)
-            s, cs = neumaier_add(s, cs, part)
+            s, cs = sampling.neumaier_add(s, cs, part)
             return s, cs, bad + b
 
         zero = jnp.zeros((q, norm.n_components), jnp.float64)
@@ -153,142 +150,40 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
 _make_runner = base.cached_by_signature(_build_runner)
 
 
-@base.checks_boundary
-def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
-                  max_evals: int = 10**10, seed: int = 0, n_shifts: int = 8,
-                  periodize: str = "korobov3", lattice: str = "cbc", n_start: int = 2**10,
-                  chunk_size: int = 2**22, precision: str = "float64",
-                  stop_on_nonfinite: bool = False, **opts) -> base.IntegrationResult:
+@dataclasses.dataclass(frozen=True)
+class QuasiMonteCarlo(base.Engine):
     """Randomized rank-1 lattice rule estimate of ``int_box f`` (module docstring).
 
-    Args:
-        f: batched integrand ``x[n, d] -> values[n]`` or ``[n, m]``, real or complex, traceable
-            by JAX (compiled once per ``f`` object and chunk size).
-        lower, upper: box limits; ``d`` is their length (or ``opts["ndim"]`` for scalars).
-        rtol, atol: stop when every component has ``error <= max(atol, rtol |value|)``.
-        max_evals: evaluation budget over all levels (``q n`` per level).
+    Options:
         seed: seeds the random shifts (``jax.random``, Threefry; Salmon et al. 2011).
         n_shifts: ``q >= 2`` random shifts per level (default 8).
         periodize: ``"korobov3"`` (default), ``"korobov<r>"``, ``"sidi"``/``"sidi<m>"``,
             ``"baker"`` or ``"none"`` (:mod:`loopint.engines.periodize`).
         lattice: ``"cbc"`` (fast CBC, default) or ``"korobov"``.
         n_start: first level: the ladder point count near ``2^ceil(log2 n_start)``.
-        chunk_size: evaluations per chunk (memory bound).
+        memory_limit: bytes of device memory the engine may use for its chunks of points
+            (:data:`~loopint.engines.sampling.BYTES_PER_EVALUATION` per evaluation, all ``q``
+            shifts of a chunk's indices); None:
+            :data:`~loopint.engines.sampling.DEFAULT_CHUNK_EVALUATIONS` evaluations.  The
+            indices per chunk follow from it by :func:`_chunk_points` (on a CPU at most
+            :data:`CPU_CHUNK_POINTS`).
         precision: ``"float64"`` or ``"float32"`` (integrand only; sums are float64).
         stop_on_nonfinite: end the run after the first level that met a NaN/inf (status
             ``nonfinite``) instead of going on with them counted as 0.
-        opts: ``ndim``; ``weights`` (product weights gamma_j for the lattice construction,
-            default :data:`lattice.DEFAULT_GAMMA`); ``max_log2`` (top of the ladder, default
-            :func:`default_max_log2`: 24 on a CPU, 28 on an H200); ``callback`` (called per
-            level with ``{n, evaluations, value, error}``);
-            ``devices`` (local devices to shard over; default all).
+        weights: product weights gamma_j for the lattice construction (default
+            :data:`lattice.DEFAULT_GAMMA`).
+        max_log2: top of the ladder (default :func:`default_max_log2`: 24 on a CPU, 28 on an
+            H200).
+        callback: called per level with ``{n, evaluations, value, error}``.
+        devices: local devices to shard over (default all).
+        boundary_check: probe the integrand near the faces after the run
+            (:func:`loopint.engines.base.checks_boundary`).
 
-    Returns:
-        :class:`~loopint.engines.base.IntegrationResult`, ``method="qmc"``; ``info`` holds
-        ``n`` (points of the last level), ``shifts``, ``levels``, ``history``
-        (``(n, q, value, error)`` per level), ``lattice``, ``periodize``, ``z`` (last
-        generating vector), ``nonfinite``, ``precision``, ``devices``.
+    ``max_evals`` bounds the evaluations over all levels (``q n`` per level).  The result has
+    ``method="qmc"``; its ``info`` holds ``n`` (points of the last level), ``shifts``,
+    ``levels``, ``history`` (``(n, q, value, error)`` per level), ``lattice``, ``periodize``,
+    ``z`` (last generating vector), ``nonfinite``, ``precision``, ``devices``, ``seed``.
     """
-    t0 = time.perf_counter()
-    ndim = opts.pop("ndim", None)
-    weights = opts.pop("weights", lattice_mod.DEFAULT_GAMMA)
-    max_log2 = opts.pop("max_log2", None)
-    max_log2 = default_max_log2() if max_log2 is None else int(max_log2)
-    callback = opts.pop("callback", None)
-    ndev = opts.pop("devices", None)
-    if opts:
-        raise TypeError(f"qmc.integrate_box got unknown options {sorted(opts)}")
-    if ndim is None:
-        ndim = max(np.size(lower), np.size(upper))
-    lo, hi = base.box(lower, upper, int(ndim))
-    d = lo.size
-    base.check_tolerances(rtol, atol, max_evals)
-    real_dtype(precision)
-    period_name = periodize_mod.get(periodize).name
-    if lattice not in ("cbc", "korobov"):
-        raise ValueError(f"lattice must be 'cbc' or 'korobov', got {lattice!r}")
-    q = int(n_shifts)
-    if q < 2:
-        raise ValueError(f"n_shifts must be >= 2 for an error estimate, got {n_shifts}")
-    ndev = jax.device_count() if ndev is None else max(1, min(int(ndev), jax.device_count()))
-    max_evals = int(max_evals)
-
-    k0 = max(lattice_mod.LADDER_LOG2[0] - 4, math.ceil(math.log2(max(2, int(n_start)))))
-    ladder = lattice_mod.ladder(range(k0, max(k0, max_log2) + 1))
-    if q * ladder[0] > max_evals:
-        raise ValueError(f"max_evals={max_evals} is below one level "
-                         f"({q} shifts x {ladder[0]} points)")
-
-    key = jax.random.key(int(seed), impl="threefry2x32")
-    span = hi - lo
-    history = []
-    evaluations = 0
-    n_bad = 0
-    level = 0
-    means_at_top: list[np.ndarray] = []
-    value = error = None
-    met = False
-    norm = None
-    z = None
-    bound = base.BoundIntegrand.of(f)
-    n = ladder[0]
-    cpu = jax.devices()[0].platform == "cpu"
-    while True:
-        at_top = level >= len(ladder)
-        n = ladder[-1] if at_top else ladder[level]
-        if evaluations + q * n > max_evals:
-            break
-        z = lattice_mod.generating_vector(n, d, lattice, weights)
-        c = _chunk_points(n, q, chunk_size, cpu)
-        c = -(-c // ndev) * ndev
-        norm, run = _make_runner(bound, d, precision, period_name, q, c, ndev)
-        shifts = jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
-        sums, bad = run(bound, jnp.asarray(z), jnp.int64(n), shifts, jnp.asarray(lo),
-                        jnp.asarray(span))
-        means = np.asarray(sums) * float(np.prod(span))                     # (q, M)
-        n_bad += int(bad)
-        evaluations += q * n
-        if at_top:   # beyond the ladder: pool shifts at the largest n
-            means_at_top.append(means)
-            means = np.concatenate(means_at_top, axis=0)
-        elif level == len(ladder) - 1:
-            means_at_top = [means]
-        value = means.mean(axis=0)
-        error = means.std(axis=0, ddof=1) / math.sqrt(means.shape[0])
-        history.append((n, means.shape[0], norm.unpack(value), base.complex_error(error, norm)))
-        if callback is not None:
-            callback({"n": n, "evaluations": evaluations, "value": norm.unpack(value),
-                      "error": base.complex_error(error, norm)})
-        met = base.real_tolerance_met(value, error, rtol, atol, norm)
-        level += 1
-        if met or (stop_on_nonfinite and n_bad):
-            break
-
-    if norm is None:  # unreachable given the max_evals check above
-        raise RuntimeError("no lattice level was evaluated")
-    val_user = norm.unpack(value)
-    err_user = base.complex_error(error, norm)
-    if n_bad:
-        status = (f"{base.NONFINITE}: {n_bad} of {evaluations} evaluations returned NaN/inf "
-                  f"(counted as 0)")
-    elif met:
-        status = base.CONVERGED
-    else:
-        requested = float(np.max(np.maximum(atol, rtol * np.abs(np.asarray(val_user)))))
-        status = base.status_not_converged(base.MAX_EVALS, evaluations,
-                                           base._combine_error(err_user), requested)
-    info = {"n": int(history[-1][0]), "shifts": int(history[-1][1]), "levels": len(history),
-            "history": history, "lattice": lattice, "periodize": period_name,
-            "z": [int(v) for v in z], "nonfinite": n_bad, "precision": precision,
-            "devices": ndev, "seed": int(seed)}
-    return base.IntegrationResult(value=val_user, error=err_user, converged=bool(met and not n_bad),
-                                  status=status, evaluations=evaluations,
-                                  seconds=time.perf_counter() - t0, method="qmc", info=info)
-
-
-@dataclasses.dataclass(frozen=True)
-class QuasiMonteCarlo(base.Engine):
-    """Randomized rank-1 lattice rules (:func:`integrate_box`)."""
 
     name: ClassVar[str] = "qmc"
     seed: int = 0
@@ -296,7 +191,7 @@ class QuasiMonteCarlo(base.Engine):
     periodize: str = "korobov3"
     lattice: str = "cbc"
     n_start: int = 2**10
-    chunk_size: int = 2**22
+    memory_limit: int | None = None
     precision: str = "float64"
     stop_on_nonfinite: bool = False
     weights: float = lattice_mod.DEFAULT_GAMMA
@@ -305,6 +200,99 @@ class QuasiMonteCarlo(base.Engine):
     devices: int | None = None
     boundary_check: bool = True
 
+    def __post_init__(self):
+        real_dtype(self.precision)
+        periodize_mod.get(self.periodize)
+        if self.lattice not in ("cbc", "korobov"):
+            raise ValueError(f"lattice must be 'cbc' or 'korobov', got {self.lattice!r}")
+        if int(self.n_shifts) < 2:
+            raise ValueError(f"n_shifts must be >= 2 for an error estimate, got {self.n_shifts}")
+        sampling.chunk_evaluations(self.memory_limit)
+
     def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                             **self.options())
+        return sampling.with_boundary_check(self._integrate_box, self.boundary_check, f, lower,
+                                            upper, rtol=rtol, atol=atol, max_evals=max_evals)
+
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        t0 = time.perf_counter()
+        lo, hi = base.box(lower, upper, max(np.size(lower), np.size(upper)))
+        ndev = sampling.device_count(self.devices)
+        ladder = self._ladder(int(max_evals))
+        bound = base.BoundIntegrand.of(f)
+        runner = functools.partial(self._runner, bound, lo.size, ndev)
+        progress = sampling.Progress(runner(ladder[0])[0], rtol, atol, self.callback)
+        evaluations, n_bad, z = self._levels(bound, runner, ladder, lo, hi - lo, int(max_evals),
+                                             progress)
+        history = progress.history
+        info = {"n": int(history[-1][0]), "shifts": int(history[-1][1]), "levels": len(history),
+                "history": history, "lattice": self.lattice,
+                "periodize": periodize_mod.get(self.periodize).name, "z": [int(v) for v in z],
+                "nonfinite": n_bad, "precision": self.precision, "devices": ndev,
+                "seed": int(self.seed)}
+        return progress.result(method=self.name, evaluations=evaluations, nonfinite=n_bad,
+                               nonfinite_detail="(counted as 0)", info=info, started=t0)
+
+    def _ladder(self, max_evals: int) -> list[int]:
+        """The point counts of the levels, from ``n_start`` to ``max_log2``."""
+        max_log2 = default_max_log2() if self.max_log2 is None else int(self.max_log2)
+        k0 = max(lattice_mod.LADDER_LOG2[0] - 4, math.ceil(math.log2(max(2, int(self.n_start)))))
+        ladder = lattice_mod.ladder(range(k0, max(k0, max_log2) + 1))
+        q = int(self.n_shifts)
+        if q * ladder[0] > max_evals:
+            raise ValueError(f"max_evals={max_evals} is below one level "
+                             f"({q} shifts x {ladder[0]} points)")
+        return ladder
+
+    def _runner(self, bound, ndim: int, ndev: int, n: int):
+        """``(norm, run)`` for a level of ``n`` points: the compiled chunk loop, its chunk
+        from the memory bound (:func:`_chunk_points`), a multiple of the device count."""
+        q = int(self.n_shifts)
+        cpu = jax.devices()[0].platform == "cpu"
+        c = _chunk_points(n, q, sampling.chunk_evaluations(self.memory_limit), cpu)
+        c = -(-c // ndev) * ndev
+        return _make_runner(bound, ndim, self.precision, periodize_mod.get(self.periodize).name,
+                            q, c, ndev)
+
+    def _levels(self, bound, runner, ladder: list[int], lo, span, max_evals: int,
+                progress: sampling.Progress) -> tuple[int, int, np.ndarray]:
+        """Walk the ladder, one independent lattice rule per level, until the tolerance is met,
+        the next level would exceed ``max_evals``, or (``stop_on_nonfinite``) a level met a
+        NaN/inf; past its top, pool more shifts at the largest ``n``.  Returns the
+        evaluations, the non-finite count and the last generating vector."""
+        key = jax.random.key(int(self.seed), impl="threefry2x32")
+        q, d = int(self.n_shifts), lo.size
+        evaluations = n_bad = 0
+        means_at_top: list[np.ndarray] = []
+        z = None
+        for level in itertools.count():
+            at_top = level >= len(ladder)
+            n = ladder[-1] if at_top else ladder[level]
+            if evaluations + q * n > max_evals:
+                break
+            z = lattice_mod.generating_vector(n, d, self.lattice, self.weights)
+            _, run = runner(n)
+            shifts = jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
+            sums, bad = run(bound, jnp.asarray(z), jnp.int64(n), shifts, jnp.asarray(lo),
+                            jnp.asarray(span))
+            means = np.asarray(sums) * float(np.prod(span))                     # (q, M)
+            n_bad += int(bad)
+            evaluations += q * n
+            if at_top:
+                means_at_top.append(means)
+                means = np.concatenate(means_at_top, axis=0)
+            elif level == len(ladder) - 1:
+                means_at_top = [means]
+            met = progress.record(means.mean(axis=0),
+                                  means.std(axis=0, ddof=1) / math.sqrt(means.shape[0]),
+                                  evaluations, key=(n, means.shape[0]), labels={"n": n})
+            if met or (self.stop_on_nonfinite and n_bad):
+                break
+        return evaluations, n_bad, z
+
+
+def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
+                  **options) -> base.IntegrationResult:
+    """``QuasiMonteCarlo(**options).integrate`` over the box ``[lower, upper]``."""
+    return QuasiMonteCarlo(**options).integrate(f, base.Box(lower, upper), rtol=rtol, atol=atol,
+                                                max_evals=max_evals)
