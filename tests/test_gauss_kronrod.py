@@ -1,4 +1,5 @@
-"""Gauss–Kronrod pairs and QUADPACK's local error estimate (loopint.engines.gauss_kronrod).
+"""Gauss–Kronrod pairs and QUADPACK's local error estimate
+(loopint.engines.rules.gauss_kronrod).
 
 References: exact monomial moments on [-1, 1]; an independent 80-digit mpmath construction of
 the pairs (``kronrod_extension``); digits printed in QUADPACK's DQK15/DQK21/DQK31 (Piessens et
@@ -15,8 +16,8 @@ import pytest
 import scipy.integrate
 
 import loopint  # noqa: F401  (float64)
-from loopint.engines.gauss_kronrod import (GK15, GK21, GK31, get_rule, kronrod_extension,
-                                           qk_estimate, quadpack_error)
+from loopint.engines.rules.gauss_kronrod import (GK15, GK21, GK31, get_rule, kronrod_extension,
+                                                 qk_estimate, quadpack_error)
 
 RULES = [GK15, GK21, GK31]
 

@@ -2,7 +2,7 @@
 
 Every value is checked against an independent reference: closed forms (Dirichlet integrals
 over the simplex, integrals of g(x1+…+xd) reduced to 1-D with the density of the sum, the
-Genz suite of REFERENCES.md, C0 at fixed δ by 1-D mpmath quadrature after the inner
+Genz suite of loopint.testfunctions, C0 at fixed δ by 1-D mpmath quadrature after the inner
 integral done analytically) or scipy's QUADPACK (``scipy.integrate.nquad``).
 
 Honesty: whenever a result says converged, its true error is at most its reported error
@@ -19,8 +19,9 @@ import scipy.integrate
 
 import loopint  # noqa: F401  (float64)
 from loopint.engines import base, iterated
-from loopint.engines.gauss_kronrod import GK15, GK21, GK31
-from loopint.engines.iterated import Limits
+from loopint.engines.base import Box, Simplex, as_domain
+from loopint.engines.iterated import Iterated, Limits
+from loopint.engines.rules.gauss_kronrod import GK15, GK21, GK31
 from loopint.testfunctions import f4, genz_suite
 
 CASES = {c.name: c for c in genz_suite()}
@@ -65,14 +66,14 @@ def dirichlet(*a):
 # --------------------------------------------------------------------------------------------
 
 def test_1d_endpoint_singularity_and_box():
-    r = iterated.integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), 1, rtol=1e-8)
+    r = Iterated().integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), Box.cube(1), rtol=1e-8)
     check(r, 2.0, 1e-8)
-    r = iterated.integrate_box(lambda x: 1 / jnp.sqrt(x[:, 0]), [0.0], [4.0], rtol=1e-8)
+    r = Iterated().integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), Box([0.0], [4.0]), rtol=1e-8)
     check(r, 4.0, 1e-8)
     assert r.method == "iterated" and r.info["rules"] == ["gk21"]
     # cutting refined intervals in 4 halves the number of steps at an endpoint singularity
-    r4 = iterated.integrate_box(lambda x: 1 / jnp.sqrt(x[:, 0]), [0.0], [4.0], rtol=1e-8,
-                                nsplit=4)
+    r4 = Iterated(nsplit=4).integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), Box([0.0], [4.0]),
+                                      rtol=1e-8)
     check(r4, 4.0, 1e-8)
     assert 2 * r4.info["steps"][0] <= r.info["steps"][0] + 2
 
@@ -85,7 +86,8 @@ def test_2d_log_singularity(domain, exact):
     if exact is None:
         exact = sum_on_cube(mp.log, 2)
         assert exact == pytest.approx(2 * math.log(2) - 1.5, rel=1e-14)
-    r = iterated.integrate(lambda x: jnp.log(x[:, 0] + x[:, 1]), 2, domain=domain, rtol=1e-8)
+    r = Iterated().integrate(lambda x: jnp.log(x[:, 0] + x[:, 1]), as_domain(domain, 2),
+                             rtol=1e-8)
     check(r, exact, 1e-8)
 
 
@@ -102,21 +104,21 @@ def test_3d_simplex_smooth_vs_scipy_nquad():
         x1, x2, x3 = x[:, 0], x[:, 1], x[:, 2]
         return jnp.exp(x1 - 2 * x2 + x3) * jnp.cos(3 * x1 * x3) + 1 / (1 + x1 + x2 + x3)
 
-    r = iterated.integrate(f, 3, domain="simplex", rtol=1e-10)
+    r = Iterated().integrate(f, Simplex(3), rtol=1e-10)
     check(r, ref, 1e-10)
 
 
 def test_3d_cube_corner_singularity():
     exact = sum_on_cube(lambda t: 1 / mp.sqrt(t), 3)
-    r = iterated.integrate(lambda x: 1 / jnp.sqrt(jnp.sum(x, axis=1)), 3, rtol=1e-8)
+    r = Iterated().integrate(lambda x: 1 / jnp.sqrt(jnp.sum(x, axis=1)), Box.cube(3), rtol=1e-8)
     check(r, exact, 1e-8)
 
 
 def test_4d_simplex_singular_outer_direction():
     """x1^(-1/2) x2 (1 - Σx) over the 4-simplex: Dirichlet(1/2, 2, 1, 1, 2)."""
     exact = dirichlet(0.5, 2, 1, 1, 2)
-    r = iterated.integrate(lambda x: x[:, 1] * (1 - jnp.sum(x, axis=1)) / jnp.sqrt(x[:, 0]), 4,
-                           domain="simplex", rtol=1e-8)
+    r = Iterated().integrate(lambda x: x[:, 1] * (1 - jnp.sum(x, axis=1)) / jnp.sqrt(x[:, 0]),
+                             Simplex(4), rtol=1e-8)
     check(r, exact, 1e-8)
     assert r.info["domain"] == "simplex" and r.info["rules"] == ["gk21", "gk15", "gk15", "gk15"]
 
@@ -124,14 +126,14 @@ def test_4d_simplex_singular_outer_direction():
 @pytest.mark.parametrize("nsplit", [2, 4])     # 4: the default on accelerators
 def test_4d_simplex_log_corner(nsplit):
     """log(x1+…+x4) over the 4-simplex: ∫_0^1 log t · t³/3! dt = -1/96."""
-    r = iterated.integrate(lambda x: jnp.log(jnp.sum(x, axis=1)), 4, domain="simplex",
-                           rtol=1e-7, nsplit=nsplit)
+    r = Iterated(nsplit=nsplit).integrate(lambda x: jnp.log(jnp.sum(x, axis=1)), Simplex(4),
+                                          rtol=1e-7)
     check(r, -1 / 96, 1e-7)
     assert r.info["nsplit"] == nsplit
 
 
 # --------------------------------------------------------------------------------------------
-# The Genz suite (seed 001 §4.1; REFERENCES.md).  On a 2-core CPU: f3 in 3-D and 5-D and f5 in
+# The Genz suite (seed 001 §4.1).  On a 2-core CPU: f3 in 3-D and 5-D and f5 in
 # 5-D to 1e-8; the narrow peak f4 in 3-D to 1e-8 (f4 in 5-D needs ~1e9 points with
 # iterated GK: a GPU benchmark case, loopint.bench.iterated_cases).
 # --------------------------------------------------------------------------------------------
@@ -145,14 +147,14 @@ def test_4d_simplex_log_corner(nsplit):
 ])
 def test_genz_suite(name, kw):
     case = CASES[name]
-    r = iterated.integrate(case.f, case.ndim, rtol=1e-8, **kw)
+    r = Iterated(**kw).integrate(case.f, Box.cube(case.ndim), rtol=1e-8)
     check(r, case.exact, 1e-8)
 
 
 def test_genz_f4_3d_peak():
     mp.mp.dps = 30
     exact = float((mp.sqrt(mp.pi) / 25 * mp.erf(mp.mpf(25) / 2)) ** 3)
-    r = iterated.integrate(f4, 3, rtol=1e-8)
+    r = Iterated().integrate(f4, Box.cube(3), rtol=1e-8)
     check(r, exact, 1e-8)
 
 
@@ -194,8 +196,8 @@ def test_c0_reference_tends_to_closed_form():
 
 def test_c0_regulated_scalar_delta():
     ref = c0_reference(1e-2)
-    r = iterated.integrate(lambda x: c0_integrand(x, jnp.asarray([1e-2]))[:, 0], 2,
-                           domain="simplex", rtol=1e-8)
+    r = Iterated().integrate(lambda x: c0_integrand(x, jnp.asarray([1e-2]))[:, 0], Simplex(2),
+                             rtol=1e-8)
     assert isinstance(r.value, complex) and isinstance(r.error, complex)
     check(r, ref, 1e-8)
 
@@ -203,13 +205,12 @@ def test_c0_regulated_scalar_delta():
 def test_c0_regulated_vector_of_deltas():
     deltas = np.array([1e-1, 1e-2, 1e-3])
     refs = np.array([c0_reference(d) for d in deltas])
-    r = iterated.integrate(c0_integrand, 2, domain="simplex", rtol=1e-8,
-                           args=(jnp.asarray(deltas),))
+    r = Iterated(args=(jnp.asarray(deltas),)).integrate(c0_integrand, Simplex(2), rtol=1e-8)
     assert r.value.shape == (3,) and np.iscomplexobj(r.value)
     check(r, refs, 1e-8)
     # new δ values through ``args``: same compiled kernels, new numbers
-    r2 = iterated.integrate(c0_integrand, 2, domain="simplex", rtol=1e-6,
-                            args=(jnp.asarray(deltas[::-1]),))
+    r2 = Iterated(args=(jnp.asarray(deltas[::-1]),)).integrate(c0_integrand, Simplex(2),
+                                                                rtol=1e-6)
     check(r2, refs[::-1], 1e-6)
 
 
@@ -228,11 +229,11 @@ def test_cancelling_inner_integrals_fall_back_to_absolute_tolerances():
     mp.mp.dps = 30
     exact = float(mp.quad(lambda t: mp.cos(6 * mp.pi * t) * (1 - mp.exp(-1 / (0.01 + 0.1 * t))),
                           [k / 6 for k in range(7)]) + mp.mpf("1e-3"))
-    rel = iterated.integrate(f, 2, rtol=1e-6, inner_tolerance="relative")
+    rel = Iterated(inner_tolerance="relative").integrate(f, Box.cube(2), rtol=1e-6)
     assert not rel.converged and rel.status.startswith(base.ROUNDOFF), rel.status
     assert "inner integrals" in rel.status and "inner" in rel.info["flags"]
     assert abs(rel.value - exact) <= rel.error
-    r = iterated.integrate(f, 2, rtol=1e-6)
+    r = Iterated().integrate(f, Box.cube(2), rtol=1e-6)
     check(r, exact, 1e-6)
     # crude estimate, pilot, then absolute (the pilot is inner-limited already), or
     # crude, pilot, mixed, absolute
@@ -243,16 +244,15 @@ def test_cancelling_inner_integrals_fall_back_to_absolute_tolerances():
 def test_inner_tolerance_modes_and_factor(mode):
     exact = dirichlet(2, 1, 3, 1) * 2      # ∫ 2 x1 x3² over the 3-simplex
     f = (lambda x: 2 * x[:, 0] * x[:, 2] ** 2 + 0 * x[:, 1])
-    r = iterated.integrate(f, 3, domain="simplex", rtol=1e-9, inner_tolerance=mode,
-                           inner_factor=0.1)
+    r = Iterated(inner_tolerance=mode, inner_factor=0.1).integrate(f, Simplex(3), rtol=1e-9)
     check(r, exact, 1e-9)
     assert r.info["inner_factors"] == [0.1, 0.1]
     assert r.info["inner_tolerance"] == mode
 
 
 def test_even_split_of_the_tolerance():
-    r = iterated.integrate(lambda x: jnp.exp(-jnp.sum(x, axis=1)), 4, rtol=1e-6,
-                           scale=(1 - math.exp(-1)) ** 4)
+    r = Iterated(scale=(1 - math.exp(-1)) ** 4).integrate(
+        lambda x: jnp.exp(-jnp.sum(x, axis=1)), Box.cube(4), rtol=1e-6)
     check(r, (1 - math.exp(-1)) ** 4, 1e-6)
     assert r.info["inner_factors"] == pytest.approx([3 / 4, 2 / 3, 1 / 2])
     assert r.info["pilot"] is None and r.info["runs"] == 1
@@ -262,7 +262,7 @@ def test_custom_variable_limits_quarter_disk():
     """x2 ∈ [0, sqrt(1 - x1²)]: area π/4; the upper limit has a square-root endpoint."""
     lim = Limits.from_bounds([0.0, 0.0], [1.0, lambda p: jnp.sqrt(1 - p[:, 0] ** 2)],
                              name="quarter disk")
-    r = iterated.integrate(lambda x: jnp.ones(x.shape[0]), 2, domain=lim, rtol=1e-9)
+    r = Iterated().integrate(lambda x: jnp.ones(x.shape[0]), lim, rtol=1e-9)
     check(r, math.pi / 4, 1e-9)
     assert r.info["domain"] == "quarter disk"
 
@@ -270,10 +270,11 @@ def test_custom_variable_limits_quarter_disk():
 def test_box_and_rules():
     """∫_{[-1,2]×[0,3]} x1² e^{-x2}: box limits, GK31 in every direction."""
     exact = 3.0 * (1 - math.exp(-3))
-    r = iterated.integrate_box(lambda x: x[:, 0] ** 2 * jnp.exp(-x[:, 1]), [-1, 0], [2, 3],
-                               rtol=1e-12, rules="gk31")
+    r = Iterated(rules="gk31").integrate(lambda x: x[:, 0] ** 2 * jnp.exp(-x[:, 1]),
+                                         Box([-1, 0], [2, 3]), rtol=1e-12)
     check(r, exact, 1e-12)
     assert r.info["rules"] == ["gk31", "gk31"]
+    # the module-level wrapper: a domain as (lower, upper), options as keywords
     r = iterated.integrate(lambda x: x[:, 0] ** 2 * jnp.exp(-x[:, 1]), 2, domain=([-1, 0], [2, 3]),
                            rules=[GK15, GK21], rtol=1e-12)
     check(r, exact, 1e-12)
@@ -287,14 +288,14 @@ def test_real_vector_integrand_components_meet_their_own_tolerance():
 
     mp.mp.dps = 30
     e2 = float(1e-6 * mp.quad(lambda a: mp.sin(7 * a) / (7 * a), [0, 1]))
-    r = iterated.integrate(f, 2, rtol=1e-9)
+    r = Iterated().integrate(f, Box.cube(2), rtol=1e-9)
     check(r, np.array([(math.e - 1) ** 2, e2]), 1e-9)
 
 
 def test_fused_innermost_step_gives_the_same_result():
     f = CASES["f3_3d"].f
-    a = iterated.integrate(f, 3, rtol=1e-8, fused=False)
-    b = iterated.integrate(f, 3, rtol=1e-8, fused=True)
+    a = Iterated(fused=False).integrate(f, Box.cube(3), rtol=1e-8)
+    b = Iterated(fused=True).integrate(f, Box.cube(3), rtol=1e-8)
     assert a.value == pytest.approx(b.value, rel=1e-14) and a.evaluations == b.evaluations
     check(b, CASES["f3_3d"].exact, 1e-8)
 
@@ -309,7 +310,6 @@ def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
         r = jnp.maximum(1 - x[:, 0] - x[:, 1], 0)
         return jnp.stack([jnp.sqrt(r), 1j * r ** 1.5], axis=1)
     exact = np.array([dirichlet(1, 1, 1.5), 1j * dirichlet(1, 1, 2.5)])
-    monkeypatch.setattr(iterated, "_FUSED_MIN_FRACTION", 1)
     padded = []
     refine = iterated._k_refine_f
 
@@ -319,15 +319,17 @@ def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
         return refine(st, split, keep, P, n_keep, n_new, fn, **kw)
 
     monkeypatch.setattr(iterated, "_k_refine_f", spy)
-    # small buffers: prefixes evicted (unfused steps); larger ones: fused, padded steps
+    # small buffers: prefixes evicted (unfused steps); larger ones: fused, padded steps.
+    # memory_limit for exactly max_points points per call (4 real components, 2 variables).
     for max_points in (256, 4096):
         out = []
         for grow in (False, True):
-            monkeypatch.setattr(iterated, "_GROW_ONLY", grow)
-            monkeypatch.setattr(iterated, "_MATERIALIZE", not grow)
             padded.clear()
-            out.append(iterated.integrate(f, 2, domain="simplex", rtol=1e-6, fused=True,
-                                          max_points=max_points, max_intervals=16))
+            engine = Iterated(fused=True, memory_limit=max_points * iterated.bytes_per_point(4, 2),
+                              max_intervals=16, grow_only=grow, materialize=not grow,
+                              fused_min_fraction=1)
+            out.append(engine.integrate(f, Simplex(2), rtol=1e-6))
+            assert out[-1].info["max_points"] == max_points
         a, b = out
         # the same intervals; sums over buffers of other sizes may round differently
         np.testing.assert_allclose(a.value, b.value, rtol=1e-13)
@@ -343,18 +345,19 @@ def test_small_buffers_evict_and_redo_prefixes():
     in smaller batches, the answer is unchanged."""
     f = lambda x: jnp.sqrt(jnp.maximum(1 - x[:, 0] - x[:, 1], 0))  # noqa: E731
     exact = dirichlet(1, 1, 1.5)
-    small = iterated.integrate(f, 2, domain="simplex", rtol=1e-7, max_points=256,
-                               max_intervals=32)
+    # memory_limit for 256 points per call (1 real component, 2 variables)
+    small = Iterated(memory_limit=256 * iterated.bytes_per_point(1, 2),
+                     max_intervals=32).integrate(f, Simplex(2), rtol=1e-7)
     check(small, exact, 1e-7)
     assert small.info["evicted"][1] > 0
-    big = iterated.integrate(f, 2, domain="simplex", rtol=1e-7)
+    big = Iterated().integrate(f, Simplex(2), rtol=1e-7)
     assert big.info["evicted"] == [0, 0]
     assert small.value == pytest.approx(big.value, rel=1e-13)
 
 
 def test_nonfinite_values_are_counted_and_not_converged():
     f = lambda x: jnp.where(x[:, 0] > 0.75, jnp.nan, 1.0)  # noqa: E731
-    r = iterated.integrate(f, 1, rtol=1e-6)
+    r = Iterated().integrate(f, Box.cube(1), rtol=1e-6)
     assert not r.converged and r.status.startswith(base.NONFINITE)
     assert r.info["nonfinite"] > 0 and "nonfinite" in r.info["flags"]
     assert np.isfinite(r.value)
@@ -362,7 +365,7 @@ def test_nonfinite_values_are_counted_and_not_converged():
 
 def test_max_evals_stops_with_best_estimate():
     f = lambda x: 1 / jnp.sqrt(x[:, 0] + x[:, 1])  # noqa: E731
-    r = iterated.integrate(f, 2, rtol=1e-12, max_evals=20_000)
+    r = Iterated().integrate(f, Box.cube(2), rtol=1e-12, max_evals=20_000)
     assert not r.converged and r.status.startswith(base.MAX_EVALS), r.status
     exact = sum_on_cube(lambda t: 1 / mp.sqrt(t), 2)
     assert abs(r.value - exact) <= r.error
@@ -370,8 +373,8 @@ def test_max_evals_stops_with_best_estimate():
 
 
 def test_interval_limit_is_a_memory_limit():
-    r = iterated.integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), 1, rtol=1e-12, max_intervals=4,
-                           inner_tolerance="relative")
+    r = Iterated(max_intervals=4, inner_tolerance="relative").integrate(
+        lambda x: 1 / jnp.sqrt(x[:, 0]), Box.cube(1), rtol=1e-12)
     assert not r.converged and r.status.startswith(base.MEMORY_LIMIT), r.status
     assert abs(r.value - 2.0) <= r.error
 
@@ -384,16 +387,16 @@ def test_float32():
 
     exact = scipy.integrate.dblquad(lambda b, a: math.exp(a * b), 0, 1, 0, lambda a: 1 - a,
                                     epsabs=0, epsrel=1e-12)[0]
-    r = iterated.integrate(f, 2, domain="simplex", rtol=1e-4, precision="float32")
+    r = Iterated(precision="float32").integrate(f, Simplex(2), rtol=1e-4)
     assert isinstance(r.value, float)
     check(r, exact, 1e-4)
-    r = iterated.integrate(f, 2, domain="simplex", rtol=1e-6, precision="float32")
+    r = Iterated(precision="float32").integrate(f, Simplex(2), rtol=1e-6)
     assert not r.converged and r.status.startswith(base.ROUNDOFF), r.status
     assert abs(r.value - exact) <= r.error
 
 
 def test_result_contract():
-    r = iterated.integrate(lambda x: x[:, 0], 1, rtol=1e-6)
+    r = Iterated().integrate(lambda x: x[:, 0], Box.cube(1), rtol=1e-6)
     assert isinstance(r.value, float) and isinstance(r.error, float)
     d = r.to_dict()
     assert d["method"] == "iterated" and d["converged"] is True
@@ -418,3 +421,26 @@ def test_bad_arguments(kw, msg):
 def test_rules_are_the_seeds_defaults():
     assert iterated.default_rules(3) == (GK21, GK15, GK15)
     assert GK31.n_points == 31
+
+
+def test_bad_domain_for_the_engine():
+    with pytest.raises(TypeError, match="Box, a Simplex or Limits"):
+        Iterated().integrate(lambda x: x[:, 0], "cube")
+
+
+def test_memory_limit_sets_the_batch():
+    """None: 2^16 points per call on a CPU; bytes: one ``bytes_per_point`` per point."""
+    import jax
+    if jax.default_backend() == "cpu":
+        assert iterated.max_points(None, 1, 2) == 2**16
+    assert iterated.max_points(1000 * iterated.bytes_per_point(3, 2), 3, 2) == 1000
+    assert iterated.max_points(1, 1, 1) == 1
+
+
+def test_profile_option_times_the_kernels():
+    r = Iterated(profile=True).integrate(lambda x: jnp.exp(x[:, 0] * x[:, 1]), Simplex(2),
+                                         rtol=1e-6)
+    assert r.converged and "select" in r.info["profile"]
+    calls, seconds = r.info["profile"]["select"]
+    assert calls >= 1 and seconds >= 0
+    assert "profile" not in Iterated().integrate(lambda x: x[:, 0], Box.cube(1)).info

@@ -1,7 +1,7 @@
 """Benchmark cases of the iterated Gauss–Kronrod engine (seed 000 chapter 4).
 
-* the Genz cases of dimension <= 5 (seed 001 §4.1: Sakiotis et al., PAGANI, SC'21) to ``rtol = 1e-8``:
-  f3_3d, f3_5d, f4_5d (narrow peak), f5_5d (kinks at 1/2: two initial intervals);
+* the Genz cases of dimension <= 5 (seed 001 §4.1: Sakiotis et al., PAGANI, SC'21) to
+  ``rtol = 1e-8``: f3_3d, f3_5d, f4_5d (narrow peak), f5_5d (kinks at 1/2: two initial intervals);
 * a regulated one-loop integrand: C0(0, 0, s; m, m, m) at s = 10 m², the Feynman-parameter
   integral over the 2-simplex with ``F - iδU`` for 15 values ``δ_j = 0.1·1.2^-j`` at once (a
   vector integrand, as the DCM δ-sequence uses it), to ``rtol = 1e-8``, against 1-D mpmath
@@ -32,7 +32,8 @@ import mpmath
 import numpy as np
 
 import loopint  # noqa: F401  (float64)
-from ..engines import iterated
+from ..engines.base import as_domain
+from ..engines.iterated import Iterated
 from ..testfunctions import genz_suite
 
 C0_S, C0_M2 = 10.0, 1.0
@@ -101,10 +102,11 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
     for name, f, ndim, domain, exact, rtol, kw in _cases(quick):
         if only is not None and only not in name:
             continue
+        engine, dom = Iterated(**kw), as_domain(domain, ndim)
         t0 = time.perf_counter()
-        iterated.integrate(f, ndim, domain=domain, rtol=rtol, max_evals=max_evals, **kw)
+        engine.integrate(f, dom, rtol=rtol, max_evals=max_evals)
         first = time.perf_counter() - t0
-        r = iterated.integrate(f, ndim, domain=domain, rtol=rtol, max_evals=max_evals, **kw)
+        r = engine.integrate(f, dom, rtol=rtol, max_evals=max_evals)
         value = np.asarray(r.value)
         if exact is None:
             true = rel = np.array([np.nan])

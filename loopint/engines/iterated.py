@@ -32,9 +32,9 @@ prefix ``pid[i]``; per-prefix sums are segment sums) held in padded device array
 2. *children*: the marked intervals are cut (``nsplit = 2`` pieces) into a compact list.
 3. *evaluate*: the rule's nodes of all children of all prefixes form ``n·K`` new prefixes
    for level ``j+1``, which integrates them in **one** batched call (innermost level: one
-   call of ``f`` on all ``n·K`` points), in slices of at most ``max_points`` points so that
-   memory stays bounded; then QUADPACK's local estimate (:func:`qk_estimate`) is applied to
-   all children at once.
+   call of ``f`` on all ``n·K`` points), in slices of at most ``max_points`` points (set by
+   ``memory_limit``) so that memory stays bounded; then QUADPACK's local estimate
+   (:func:`qk_estimate`) is applied to all children at once.
 4. *merge*: kept and new intervals are compacted into the next buffer.
 
 A Python loop drives these jitted kernels; every level's batch is as large as the outer levels
@@ -103,44 +103,32 @@ Performance notes
 -----------------
 Every adaptive step of every level costs one host synchronisation (four counters) and a
 few kernel launches; the total number of steps is about the product of the steps per level,
-so few, large steps matter on a GPU: ``max_points`` (up to 2^23 points per integrand call
-on accelerators) sets the batch, ``fused`` (default on accelerators) makes the innermost step
-one kernel, and ``nsplit = 4`` (default on accelerators) cuts the steps per level call roughly
-in half for a few more evaluations.  On the hardest pentagon step (README, "Performance") the
-GPU is busy with kernels, host overhead is hidden: with ``LOOPINT_PROFILE_ITERATED=1``
-(a synchronisation after every kernel) the kernel times sum to about 23 s against 22.3 s warm
-without it (selection 6.4 s, integrand evaluation 10.7 s, merge 2.6 s).  ``nsplit = 4`` took the steps per level from 8/64/576/4630 to 5/25/125/1229 for 9 %
-more evaluations (22.3 s -> 13.3 s warm; ``nsplit = 8``: 4x the evaluations, 40 s).  The
-innermost points are formed inside the evaluation kernel, never stored; children and merges
-gather their rows after one int32 scatter of row indices instead of scattering every field
-(1.3-2.5x faster on an H200); on accelerators the integrand values are not written to memory
-before the rule's sums (on the CPU they are, ``_MATERIALIZE``; on the H200 12.3 s against
-11.3 s warm without).  Together with ``nsplit = 4``: 22.3 s -> 11.3 s warm.
+so few, large steps matter on a GPU: ``memory_limit`` (by default, up to 2^23 points per
+integrand call on accelerators) sets the batch, ``fused`` (default on accelerators) makes the
+innermost step one kernel, and ``nsplit = 4`` (default on accelerators) cuts the steps per
+level call roughly in half for a few more evaluations (``nsplit = 8`` costs several times the
+evaluations).  ``profile=True`` synchronises after every kernel and reports the calls and
+seconds per kernel.
 
-Since then the step is bound by the host, not by the kernels.  A profile of the host loop
-(``cProfile``, hardest pentagon step at rtol 2e-6, H200, 7.6 s profiled): 2.8 s in the
-launches of 5743 jitted kernels (about 0.5 ms each: an XLA executable launches its fused
-kernels one by one), 1.7 s waiting at the per-step counters, 0.7 s in eager JAX
-operations on the host (slices and comparisons, each as costly as a launch).  Those eager
-operations now run inside jitted kernels (:func:`_k_fresh_out`, :func:`_k_zero_out`), and the
-first evaluations gather their prefixes inside the evaluation kernel (:func:`_k_eval`:
-6.58-6.80 s against 6.89-6.96 s on that step).  An evaluation kernel that computes the
-nodes one at a time with the rule's sums as elementwise chains was 1.5x faster alone
-(6.8e9 against 4.5e9 evaluations/s on 2^19 intervals of 21 nodes, as fast as the
-integrand alone) but no faster in the engine and much slower to compile, so it was not
-kept.  Fewer host round trips (an adaptive loop on the device) are the next lever.
+The innermost points are formed inside the evaluation kernel, never stored; children and
+merges gather their rows after one int32 scatter of row indices instead of scattering every
+field (faster on a GPU); on accelerators the integrand values are not written to memory
+before the rule's sums (on the CPU they are: ``materialize``).  Eager JAX operations on the
+host (slices and comparisons), each as costly as a kernel launch on a GPU, run inside jitted
+kernels (:func:`_k_fresh_out`, :func:`_k_zero_out`), and the first evaluations gather their
+prefixes inside the evaluation kernel (:func:`_k_eval`).  What remains is bound by the host:
+the kernel launches (an XLA executable launches its fused kernels one by one) and the wait at
+the per-step counters; fewer host round trips (an adaptive loop on the device) are the next
+lever.
 
 Buffers come in size classes ``16·4^k`` (CPU: at least 64 rows, innermost batches of at most
 1024 intervals), each compiled once per component count; the first call of a new
 configuration compiles a few dozen to a few hundred small kernels.  On a GPU each compiled
-shape costs about 0.2–2 s, so there the shapes are kept few: within one level call a buffer
-only grows (it keeps its size class when the state shrinks), a fused innermost step evaluates
-at least 1/16 of its buffer (masked padding rows), and the selection kernel has no
-``lax.cond`` (on an H200 one shape of it compiled in 0.9–3.8 s with the conditional and in
-0.5–2.2 s without, for 1k to 4M rows, and ran in 0.45 against 0.31 ms at 1024 rows).
-On the hardest pentagon step this took the first call from 241 s to 101 s (492 to 313
-compilations) at an unchanged 24 s warm.  On a CPU, where the larger buffers cost real time,
-buffers follow the state.
+shape costs about 0.2–2 s, so there the shapes are kept few (``grow_only``): within one level
+call a buffer only grows (it keeps its size class when the state shrinks), a fused innermost
+step evaluates at least ``1/fused_min_fraction`` (1/16) of its buffer (masked padding rows),
+and the selection kernel has no ``lax.cond`` (it compiles faster without).  On a CPU, where
+the larger buffers cost real time, buffers follow the state.
 """
 
 from __future__ import annotations
@@ -149,7 +137,6 @@ import dataclasses
 import functools
 import logging
 import math
-import os
 import time
 from typing import Callable, ClassVar, NamedTuple, Sequence
 
@@ -158,10 +145,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..precision import real_dtype
-from .base import (CONVERGED, Engine, MAX_EVALS, MEMORY_LIMIT, NONFINITE, ROUNDOFF, IntegrationResult,
+from .base import (CONVERGED, DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, MAX_EVALS,
+                   MEMORY_LIMIT, NONFINITE, ROUNDOFF, Box, Engine, IntegrationResult, Simplex,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
                    status_not_converged)
-from .gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
+from .rules.gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
 
 log = logging.getLogger(__name__)
 
@@ -257,17 +245,20 @@ class Limits:
 
 
 def as_limits(domain, ndim: int) -> Limits:
-    """Turn ``domain`` ("cube", "simplex", ``(lower, upper)`` arrays, or :class:`Limits`)."""
+    """``domain`` in ``ndim`` variables as :class:`Limits`: "cube", "simplex", ``(lower,
+    upper)`` arrays, a :class:`~loopint.engines.base.Box` (the unit cube keeps its name), a
+    :class:`~loopint.engines.base.Simplex`, or :class:`Limits`."""
     if isinstance(domain, Limits):
         lim = domain
-    elif isinstance(domain, str):
-        if domain == "cube":
-            lim = Limits.cube(ndim)
-        elif domain == "simplex":
-            lim = Limits.simplex(ndim)
-        else:
-            raise ValueError(f"domain must be 'cube', 'simplex', (lower, upper) or Limits; "
-                             f"got {domain!r}")
+    elif isinstance(domain, Simplex):
+        lim = Limits.simplex(domain.ndim)
+    elif isinstance(domain, str) and domain == "simplex":
+        lim = Limits.simplex(ndim)
+    elif isinstance(domain, str) and domain == "cube":
+        lim = Limits.cube(ndim)
+    elif isinstance(domain, Box):
+        unit = np.all(domain.lower == 0.0) and np.all(domain.upper == 1.0)
+        lim = Limits.cube(domain.ndim) if unit else Limits.box(domain.lower, domain.upper)
     elif isinstance(domain, (tuple, list)) and len(domain) == 2:
         lim = Limits.box(*domain)
     else:
@@ -549,8 +540,8 @@ def _k_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core, rule: Gaus
     """Innermost level, first evaluations: ``f`` at the nodes of the rows ``start ..
     start+size`` of the intervals, their prefixes gathered here -> QUADPACK estimates.
 
-    The points are formed inside, never stored.  One kernel per slice (the gather as a
-    kernel of its own: 6.89-6.96 s against 6.58-6.80 s on the hardest pentagon step).
+    The points are formed inside, never stored, and the prefixes are gathered here rather
+    than in a kernel of their own: one launch per slice.
     """
     a, b, pid = _slice(start, size, a, b, pid)
     valid = start + jnp.arange(size) < count
@@ -562,9 +553,9 @@ def _estimate_f(fn: "_Bound", core: _Core, rule: GaussKronrodRule, pre, a, b, pi
     -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values."""
     vals = _f_at_nodes(fn, core, rule, pre, a, b)
     finite = jnp.isfinite(vals)
-    # On a CPU the values are materialized once (otherwise XLA may fuse the integrand into
-    # each weighted sum of the rule); on a GPU leaving the fusion to XLA was faster
-    # (module docstring, "Performance notes").
+    # With ``core.materialize`` (the default on a CPU) the values are written to memory once;
+    # otherwise XLA may fuse the integrand into each weighted sum of the rule, which is
+    # faster on a GPU (module docstring, "Performance notes").
     vals = jnp.where(finite, vals, 0)
     if core.materialize:
         vals = jax.lax.optimization_barrier(vals)
@@ -605,33 +596,37 @@ def _k_reduce(inner: _Out, a, b, pid, start, *, core: _Core, rule: GaussKronrodR
     return _Intervals(a, b, pid, res, qerr, ierr, ok, flags)
 
 
-def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_cap, *,
-            core: _Core, top: bool):
-    """Convergence test, retirement of finished prefixes and the breadth-first split set.
+class _Sums(NamedTuple):
+    """Per-prefix sums over the intervals of one level (``B`` prefixes, ``U`` user
+    components), and the per-interval quantities the split rule needs."""
 
-    Interval storage of the chunk is ``state_cap`` rows.  Prefixes, in index order, get
-    their growth while it fits; the others wait with their intervals kept.  When not even the
-    first waiting prefix fits (all storage held by waiting prefixes) the trailing prefixes
-    are *evicted*: their intervals are dropped and the host integrates them again later in
-    a smaller batch (no result is lost, some work is repeated).
+    c: jax.Array          # (N, U) quadrature error per user component (|re| + |im|)
+    ok: jax.Array         # (N, U) valid rows whose error may still shrink
+    I: jax.Array          # (B, M) integral
+    Et: jax.Array         # (B, M) quadrature + propagated error
+    Ei: jax.Array         # (B, M) propagated inner error
+    absval: jax.Array     # (B, M) Σ |interval results| (top level), else |I|
+    Eu: jax.Array         # (B, U) error in intervals that cannot be split
+    n_int: jax.Array      # (B,) int32 intervals
+    n_ok: jax.Array       # (B,) splittable intervals
+    inner_bits: jax.Array  # (B,) int32 flags OR-ed over the intervals
 
-    Returns ``(split, keep, out, active, evicted, counts)`` with
-    ``counts = [kept, split, active, evicted]``.
+
+def _at_seg(x, seg):
+    """Per-prefix array -> per-interval (the padding segment ``B`` reads a dummy zero row)."""
+    return jnp.concatenate([x, jnp.zeros_like(x[:1])], axis=0)[seg]
+
+
+def _prefix_sums(st: _Intervals, valid, seg, B: int, core: _Core, top: bool) -> _Sums:
+    """Segment sums of the intervals by prefix.
+
+    Padding rows (segment ``B``) are dropped by the segment reductions (an out-of-range
+    segment id): summing them into one dummy row would serialize millions of atomic adds on
+    one address on a GPU.
     """
     N = st.a.shape[0]
-    B = active.shape[0]
     U = core.n_user
     dt = _dtype(core)
-    valid = jnp.arange(N) < count
-    seg = jnp.where(valid, st.pid, B)
-
-    def at_seg(x):          # per-prefix array -> per-interval (row B is a dummy)
-        return jnp.concatenate([x, jnp.zeros_like(x[:1])], axis=0)[seg]
-
-    # Padding rows (segment B) are dropped by the segment reductions (an out-of-range
-    # segment id): summing them into one dummy row would serialize millions of atomic adds
-    # on one address on a GPU.
-
     ok = st.ok & valid[:, None]
     # Per-interval error per user component: |re| + |im| for complex ones, an upper bound of
     # the modulus that is much cheaper than hypot on every interval.
@@ -654,64 +649,113 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
     inner_bits = jnp.zeros((B,), jnp.int32)
     for bit in range(_N_FLAGS):
         inner_bits = inner_bits | ((small[:, 2 + bit] > 0).astype(jnp.int32) << bit)
+    return _Sums(c, ok, I, Et, Ei, absval, Eu, n_int, n_ok, inner_bits)
 
-    tau = jnp.maximum(atol, rtol * _comb(core, I))         # (B, U)
-    E = _comb(core, Et)
+
+def _convergence(s: _Sums, atol, rtol, core: _Core):
+    """Per prefix and user component: the tolerance ``τ``, whether the error exceeds it,
+    and the ``room`` left to the quadrature (``τ`` minus the propagated inner error and the
+    error of the unsplittable intervals).  A prefix with no room is *hopeless*: limited by
+    its inner integrals if their error dominates, else by round-off."""
+    tau = jnp.maximum(atol, rtol * _comb(core, s.I))       # (B, U)
+    E = _comb(core, s.Et)
     need = E > tau
     conv = ~jnp.any(need, axis=1)
-    ei = _comb(core, Ei)
-    room = tau - ei - Eu
+    ei = _comb(core, s.Ei)
+    room = tau - ei - s.Eu
     blocked = need & (room <= 0.01 * tau)
     hopeless = jnp.any(blocked, axis=1)
-    inner_limited = jnp.any(blocked & (ei >= Eu), axis=1)
+    inner_limited = jnp.any(blocked & (ei >= s.Eu), axis=1)
+    return tau, need, conv, room, hopeless, inner_limited
 
+
+def _mark_splits(s: _Sums, need, room, valid, seg, B: int, core: _Core):
+    """The breadth-first split set: interval ``i`` of prefix ``p`` is marked when its error
+    exceeds ``η · room_p / n_p`` (module docstring); a prefix whose growth would pass
+    ``max_intervals`` splits only its worst interval.  Returns ``(want, demand, capfull)``:
+    the marks, the marked intervals per prefix and the prefixes that cannot grow at all."""
+    N = s.c.shape[0]
     inv_room = jnp.where(need & (room > 0), 1 / jnp.where(room > 0, room, 1), 0)
-    r = jnp.max(jnp.where(ok, c, 0) * at_seg(inv_room), axis=1)        # (N,)
-    thr = core.eta / jnp.maximum(n_ok, 1)
-    want = (r > at_seg(thr)) & valid
+    r = jnp.max(jnp.where(s.ok, s.c, 0) * _at_seg(inv_room, seg), axis=1)     # (N,)
+    thr = core.eta / jnp.maximum(s.n_ok, 1)
+    want = (r > _at_seg(thr, seg)) & valid
     demand = jax.ops.segment_sum(want.astype(jnp.int32), seg, num_segments=B)
     grow = core.nsplit - 1
-    over = n_int + demand * grow > core.max_intervals
+    over = s.n_int + demand * grow > core.max_intervals
     # Over the per-prefix capacity: split only the worst interval (the first of equals).
-    # Computed unconditionally: with a lax.cond this kernel compiled slower on a GPU (module
-    # docstring, "Performance notes").
+    # Computed unconditionally: with a lax.cond this kernel compiles slower on a GPU.
     rmax = jax.ops.segment_max(jnp.where(want, r, -1), seg, num_segments=B)
-    is_max = want & (r >= at_seg(rmax))
+    is_max = want & (r >= _at_seg(rmax, seg))
     first = jax.ops.segment_min(jnp.where(is_max, jnp.arange(N), N), seg, num_segments=B)
-    want = jnp.where(at_seg(over), is_max & (jnp.arange(N) == at_seg(first)), want)
+    want = jnp.where(_at_seg(over, seg), is_max & (jnp.arange(N) == _at_seg(first, seg)), want)
     demand = jnp.where(over, jnp.minimum(demand, 1), demand)
-    capfull = n_int + grow > core.max_intervals
+    capfull = s.n_int + grow > core.max_intervals
+    return want, demand, capfull
 
-    go = active & ~conv & ~hopeless & (demand > 0) & ~capfull & ~stop
-    # Storage: prefixes in index order get their growth while it fits ``state_cap``.
+
+def _fit_storage(go, n_int, demand, grow: int, state_cap):
+    """Which of the prefixes that ``go`` on may grow within ``state_cap`` interval rows.
+
+    Prefixes in index order get their growth while it fits; the others wait with their
+    intervals kept.  When not even the first waiting prefix fits (deadlock: all storage held
+    by waiting prefixes), the longest run of prefixes whose intervals and growth fit together
+    is kept and the rest *evicted*.  Returns ``(go, allowed, evicted)``.
+    """
     kept = jnp.sum(jnp.where(go, n_int, 0))
     growth = jnp.where(go, demand * grow, 0)
     running = jnp.cumsum(jnp.stack([growth, jnp.where(go, n_int + growth, 0)], axis=1), axis=0)
     allowed = go & (running[:, 0] <= state_cap - kept)
     deadlock = jnp.any(go) & ~jnp.any(allowed)
-    # Deadlock: keep the longest run of prefixes whose intervals and growth fit together.
     fits = running[:, 1] <= state_cap
     evicted = go & deadlock & ~fits
     allowed = jnp.where(deadlock, go & fits, allowed)
-    go = go & ~evicted
+    return go & ~evicted, allowed, evicted
 
-    unconv = active & ~conv
+
+def _own_flags(unconv, hopeless, inner_limited, demand, capfull, stop):
+    """Why each unconverged prefix stops (``FLAG_*`` bits of this level)."""
     own = jnp.where(unconv & hopeless, jnp.where(inner_limited, FLAG_INNER, FLAG_ROUNDOFF), 0)
     own = own | jnp.where(unconv & ~hopeless & (demand == 0), FLAG_ROUNDOFF, 0)
     own = own | jnp.where(unconv & ~hopeless & capfull, FLAG_MEMORY, 0)
     own = own | jnp.where(unconv & stop, FLAG_MAX_EVALS, 0)
-    own = own.astype(jnp.int32)
+    return own.astype(jnp.int32)
+
+
+def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_cap, *,
+            core: _Core, top: bool):
+    """Convergence test, retirement of finished prefixes and the breadth-first split set.
+
+    Interval storage of the chunk is ``state_cap`` rows (:func:`_fit_storage`): prefixes
+    that do not fit wait, or are *evicted*: their intervals are dropped and the host
+    integrates them again later in a smaller batch (no result is lost, some work is
+    repeated).
+
+    Returns ``(split, keep, out, active, evicted, counts)`` with
+    ``counts = [kept, split, active, evicted]``.
+    """
+    N = st.a.shape[0]
+    B = active.shape[0]
+    valid = jnp.arange(N) < count
+    seg = jnp.where(valid, st.pid, B)
+    s = _prefix_sums(st, valid, seg, B, core, top)
+    tau, need, conv, room, hopeless, inner_limited = _convergence(s, atol, rtol, core)
+    want, demand, capfull = _mark_splits(s, need, room, valid, seg, B, core)
+
+    go = active & ~conv & ~hopeless & (demand > 0) & ~capfull & ~stop
+    go, allowed, evicted = _fit_storage(go, s.n_int, demand, core.nsplit - 1, state_cap)
+    unconv = active & ~conv
+    own = _own_flags(unconv, hopeless, inner_limited, demand, capfull, stop)
 
     finish = active & ~go & ~evicted
     out = _Out(
-        val=jnp.where(finish[:, None], I, out.val),
-        err=jnp.where(finish[:, None], Et, out.err),
-        absval=jnp.where(finish[:, None], absval, out.absval),
-        flags=jnp.where(finish, own | inner_bits, out.flags),
+        val=jnp.where(finish[:, None], s.I, out.val),
+        err=jnp.where(finish[:, None], s.Et, out.err),
+        absval=jnp.where(finish[:, None], s.absval, out.absval),
+        flags=jnp.where(finish, own | s.inner_bits, out.flags),
         own=jnp.where(finish, own, out.own))
     active = go
-    split = want & at_seg(allowed & go)
-    keep = valid & at_seg(active) & ~split
+    split = want & _at_seg(allowed & go, seg)
+    keep = valid & _at_seg(active, seg) & ~split
     counts = jnp.stack([jnp.sum(keep), jnp.sum(split), jnp.sum(active),
                         jnp.sum(evicted)]).astype(jnp.int32)
     return split, keep, out, active, evicted, counts
@@ -724,8 +768,7 @@ def _children(a, b, pid, split, nsplit: int, size: int):
     """Cut every marked interval into ``nsplit`` equal pieces, packed into ``size`` rows.
 
     Gathers, not scatters: one int32 scatter finds the parent of each child slot, then the
-    pieces are computed in one fused pass (on an H200 1.3-1.5x faster than scattering each
-    field, 16k to 4M rows; session microbenchmark, module docstring "Performance notes").
+    pieces are computed in one fused pass (faster on a GPU than scattering each field).
     """
     N = split.shape[0]
     n_par = size // nsplit + 1
@@ -749,7 +792,7 @@ def _merge(st: _Intervals, keep, new: _Intervals, n_keep, n_new, size: int):
     """Kept intervals first, then the new ones, in a buffer of ``size`` rows (zero padding).
 
     One int32 scatter finds the source row of each kept slot; all fields are then gathered
-    (on an H200 1.4-2.5x faster than scattering every field).
+    (faster on a GPU than scattering every field).
     """
     N = keep.shape[0]
     pos = jnp.where(keep, jnp.cumsum(keep) - 1, size)
@@ -784,61 +827,167 @@ def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, 
 # Host driver
 # --------------------------------------------------------------------------------------------
 
-# CPU size classes: (smallest buffer, largest innermost batch) and the growth factor
-# (measured: the fastest of several choices for the test suite on a 2-core CPU).
+# CPU size classes: (smallest buffer, largest innermost batch) and the growth factor, the
+# fastest of several choices for the test suite on a 2-core CPU.
 _CPU_CLASSES = (64, 1024)
 _CPU_BUCKET_BASE = 4
-# Buffers that only grow within one level call, and fused innermost batches of at least
-# 1/_FUSED_MIN_FRACTION of the buffer: None = on accelerators (fewer compiled shapes, each
-# costs ~0.2-2 s there), not on a CPU (smaller buffers are cheaper passes).  The results do
-# not depend on it beyond rounding.
-_GROW_ONLY = None
-_FUSED_MIN_FRACTION = 16
-# Integrand values of the innermost level written to memory before the rule's sums (an
-# optimization barrier): None = on a CPU only.
-_MATERIALIZE = None
+
+# The memory bound: a batch of ``max_points`` points per integrand call is allowed
+# ``_BUFFERS_PER_BATCH`` float64 arrays of shape ``[max_points, components + ndim]`` (the
+# points and values of one call, the node values of the rule, the interval storage of the
+# chunks of every level, whose sizes all follow from ``max_points``).
+_BUFFERS_PER_BATCH = 64
+# Automatic batch on an accelerator: between these bounds (larger batches gain nothing, the
+# number of adaptive steps is set by the levels, not by the batch); on a CPU the smaller one.
+_MIN_AUTO_POINTS = 2**16
+_MAX_AUTO_POINTS = 2**23
+_FALLBACK_DEVICE_BYTES = 16 * 2**30      # accelerator without memory statistics
 
 
-def _default_max_points(n_real: int = 1, ndim: int = 1) -> int:
-    """Points per integrand call: 2^16 on a CPU; on an accelerator as many as keep one
-    ``[points, components + ndim]`` float64 array within 1/64 of the device memory, between
-    2^16 and 2^23 (H200, 4 δ of a complex integrand: 2^23; larger batches gain nothing, the
-    number of adaptive steps is set by the levels, not by the batch)."""
+def bytes_per_point(n_real: int, ndim: int) -> int:
+    """Bytes of ``memory_limit`` per point of an integrand call, for ``n_real`` real
+    components in ``ndim`` variables."""
+    return _BUFFERS_PER_BATCH * 8 * (n_real + ndim)
+
+
+def max_points(memory_limit: int | None, n_real: int = 1, ndim: int = 1) -> int:
+    """Points per integrand call (and prefixes per inner batch) within ``memory_limit`` bytes.
+
+    ``None``: 2^16 on a CPU; on an accelerator the largest power of two whose buffers fit
+    the device memory, between 2^16 and 2^23.
+    """
+    per_point = bytes_per_point(n_real, ndim)
+    if memory_limit is not None:
+        return max(1, int(memory_limit) // per_point)
     if jax.default_backend() == "cpu":
-        return 2**16
+        return _MIN_AUTO_POINTS
     try:
         limit = int(jax.devices()[0].memory_stats()["bytes_limit"])
     except Exception:           # backend without memory statistics
-        limit = 16 * 2**30
-    per_point = 8 * (n_real + ndim)
-    return max(2**16, min(2**23, _pow2_floor(limit // 64 // per_point)))
+        limit = _FALLBACK_DEVICE_BYTES
+    return max(_MIN_AUTO_POINTS, min(_MAX_AUTO_POINTS, _pow2_floor(limit // per_point)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """The options of one call, validated and with the backend's defaults resolved."""
+
+    plan: _Plan
+    nf: object                 # NormalizedIntegrand of the bound integrand
+    rho: list                  # per level: fraction of its tolerance passed inwards
+    n0: list                   # per level: initial intervals
+    max_evals: int
+    max_points: int
+    fused: bool
+    bucket_base: int
+    grow_only: bool
+    fused_min_fraction: int
+    profile: bool
+
+    @property
+    def ndim(self) -> int:
+        return self.plan.ndim
+
+    @property
+    def n_user(self) -> int:
+        return self.plan.core.n_user
+
+    def run(self, rtols, evaluations: int = 0) -> _Run:
+        return _Run(self, rtols, evaluations)
+
+    def chain(self, r0: float) -> list:
+        """Relative tolerances of the levels: ``r0`` outermost, times ``ρ_j`` per level."""
+        out = [r0]
+        for j in range(1, self.ndim):
+            out.append(out[-1] * self.rho[j - 1])
+        return out
+
+    def user_abs(self, x):
+        """Real components -> user components (modulus of complex pairs)."""
+        x = np.asarray(x)
+        U = self.n_user
+        return np.hypot(x[:U], x[U:]) if self.plan.core.is_complex else np.abs(x)
+
+    def tolerance_scale(self, o: "_Out"):
+        """|I| per user component, floored against exact cancellation by 1e-3 Σ|interval
+        results|."""
+        val = self.user_abs(np.asarray(o.val[0]))
+        return np.maximum(val, 1e-3 * self.user_abs(np.asarray(o.absval[0])))
+
+
+def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> _Setup:
+    """Validate the engine's options for ``limits`` and resolve the backend defaults."""
+    ndim = limits.ndim
+    if ndim < 1:
+        raise ValueError(f"ndim must be >= 1, got {ndim}")
+    n0 = ([int(engine.initial_intervals)] * ndim if np.ndim(engine.initial_intervals) == 0
+          else [int(v) for v in engine.initial_intervals])
+    if len(n0) != ndim or not all(_is_pow2(v) for v in n0):
+        raise ValueError("initial_intervals must be a power of two, or one per dimension; "
+                         f"got {engine.initial_intervals!r}")
+    on_cpu = jax.default_backend() == "cpu"
+    nsplit = engine.nsplit if engine.nsplit is not None else 2 if on_cpu else 4
+    if nsplit < 2 or engine.max_intervals < 1:
+        raise ValueError("need nsplit >= 2 and max_intervals >= 1")
+    if engine.inner_factor is not None and not 0 < engine.inner_factor < 1:
+        raise ValueError(f"inner_factor must lie in (0, 1), got {engine.inner_factor}")
+    if engine.inner_tolerance not in ("auto", "absolute", "relative", "mixed"):
+        raise ValueError("inner_tolerance must be 'auto', 'mixed', 'absolute' or 'relative', "
+                         f"got {engine.inner_tolerance!r}")
+    if engine.fused_min_fraction < 1:
+        raise ValueError(f"fused_min_fraction must be >= 1, got {engine.fused_min_fraction}")
+    rules = _as_rules(engine.rules, ndim)
+    dt = real_dtype(engine.precision)
+    fn = _Bound.of(f, tuple(engine.args))
+    nf = normalize_integrand(fn, ndim, dt)
+    materialize = on_cpu if engine.materialize is None else bool(engine.materialize)
+    core = _Core(n_real=nf.n_components,
+                 n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
+                 is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
+                 max_intervals=int(engine.max_intervals), eta=float(engine.split_fraction),
+                 materialize=materialize)
+    if engine.inner_factor is None:
+        # Even split: each level's own quadrature error gets 1/d of the budget, so level j
+        # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
+        rho = [(ndim - j - 1) / (ndim - j) for j in range(ndim)]
+    else:
+        rho = [float(engine.inner_factor)] * ndim
+    return _Setup(
+        plan=_Plan(fn=fn, ndim=ndim, limits=limits, rules=rules, core=core),
+        nf=nf, rho=rho, n0=n0, max_evals=int(max_evals),
+        max_points=max_points(engine.memory_limit, core.n_real, ndim),
+        fused=(not on_cpu) if engine.fused is None else bool(engine.fused),
+        bucket_base=_CPU_BUCKET_BASE if on_cpu else 4,
+        grow_only=(not on_cpu) if engine.grow_only is None else bool(engine.grow_only),
+        fused_min_fraction=int(engine.fused_min_fraction), profile=bool(engine.profile))
 
 
 class _Run:
     """One nested adaptive run: host loop around the kernels, budgets and statistics."""
 
-    def __init__(self, plan: _Plan, *, rtols, rho, max_evals: int,
-                 max_points: int, n0: Sequence[int], fused: bool, bucket_base: int,
-                 evaluations: int = 0):
+    def __init__(self, setup: "_Setup", rtols, evaluations: int = 0):
+        plan = setup.plan
         self.plan = plan
         self.core = plan.core
         self.rtols = rtols
-        self.rho = rho
-        self.max_evals = max_evals
-        self.n0 = n0
-        self.fused = fused
-        self.base = bucket_base
+        self.rho = setup.rho
+        self.max_evals = setup.max_evals
+        self.n0 = setup.n0
+        self.fused = setup.fused
+        self.base = setup.bucket_base
         # Size classes 16·4^k rows; on a CPU at least 64 rows and innermost batches of at
         # most 1024 intervals (fewer shapes to compile, which dominates small runs there);
         # on accelerators batches as large as max_points allows.
         on_cpu = jax.default_backend() == "cpu"
         self.min_rows, self.eval_cap = _CPU_CLASSES if on_cpu else (16, None)
-        self.grow_only = (not on_cpu) if _GROW_ONLY is None else _GROW_ONLY
+        self.grow_only = setup.grow_only
+        self.fused_min_fraction = setup.fused_min_fraction
         self.evaluations = evaluations
         self.nonfinite = []
         self.stopped = False
         d = plan.ndim
         K = [r.n_points for r in plan.rules]
+        n0, max_points = setup.n0, setup.max_points
         # Prefixes per chunk, intervals per evaluation slice (both powers of two) and the
         # interval storage of one chunk.
         self.chunk = [_pow2_floor(max(1, max_points // (K[j] * n0[j]))) for j in range(d)]
@@ -847,13 +996,13 @@ class _Run:
         self.state_cap = [max(8 * self.chunk[j] * n0[j], 2 * (plan.core.max_intervals + n0[j]))
                           for j in range(d)]
         self.evicted = [0] * d
-        self.profile = {} if os.environ.get("LOOPINT_PROFILE_ITERATED") == "1" else None
+        self.profile = {} if setup.profile else None
         self.steps = [0] * d
         self.calls = [0] * d
         self.intervals = [0] * d
 
     def k(self, name: str, kernel, *args, **kw):
-        """Run a kernel; with ``LOOPINT_PROFILE_ITERATED=1`` time it (synchronously)."""
+        """Run a kernel; with the ``profile`` option time it (synchronously)."""
         if self.profile is None:
             return kernel(*args, **kw)
         t0 = time.perf_counter()
@@ -913,9 +1062,8 @@ class _Run:
         rule = plan.rules[j]
         self.calls[j] += 1
         a, b, pid, inner_tol = self.k("init", _k_init, P, A if base is None else base, count,
-                                      self.rho[j],
-                                       limits=plan.limits, level=j, n0=self.n0[j],
-                                       dtype=core.dtype)
+                                      self.rho[j], limits=plan.limits, level=j, n0=self.n0[j],
+                                      dtype=core.dtype)
         n_state = count * self.n0[j]
         st = self._evaluate(j, P, inner_tol, a, b, pid, n_state)
         out, active = _k_fresh_out(st, count, rows=B)
@@ -925,8 +1073,8 @@ class _Run:
             stop = self.evaluations >= self.max_evals
             self.stopped |= stop
             split, keep, out, active, evicted, counts = self.k(
-                "select", _k_select, st, n_state, A, rtol, active, out, stop, self.state_cap[j], core=core,
-                top=j == 0)
+                "select", _k_select, st, n_state, A, rtol, active, out, stop,
+                self.state_cap[j], core=core, top=j == 0)
             n_keep, n_split, n_active, n_evicted = (int(v) for v in np.asarray(counts))
             self.steps[j] += 1
             if n_evicted:
@@ -940,17 +1088,16 @@ class _Run:
             if self.grow_only:
                 # Fewer compiled shapes (module docstring, "Performance notes"): within one
                 # call the buffer keeps its size class when the state shrinks, and the fused
-                # innermost step evaluates at least 1/_FUSED_MIN_FRACTION of it (padding rows
+                # innermost step evaluates at least 1/fused_min_fraction of it (padding rows
                 # are masked).
                 size = max(size, st.a.shape[0])
                 if fuse:
-                    floor = size // _FUSED_MIN_FRACTION
+                    floor = size // self.fused_min_fraction
                     new_size = min(size, self.slice[j], max(new_size, floor))
             if fuse:
                 st, nonfinite = self.k("refine_f", _k_refine_f, st, split, keep, P, n_keep,
-                                       n_new, plan.fn,
-                                            core=core, rule=rule,
-                                            new_size=new_size, size=size)
+                                       n_new, plan.fn, core=core, rule=rule,
+                                       new_size=new_size, size=size)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n_new * rule.n_points
                 self.intervals[j] += n_new
@@ -1019,35 +1166,188 @@ class _Run:
 
 
 # --------------------------------------------------------------------------------------------
+# Tolerance policy: crude estimate, pilot, reruns
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Outcome:
+    """The top-level result of the final run and how it was reached."""
+
+    out: _Out
+    runs: list              # every run made (crude estimate, pilot, reruns), the final last
+    mode: str               # inner tolerances of the final run
+    tau: np.ndarray | None = None      # absolute tolerance scale of the final run
+    pilot: object = None    # the pilot's value, if a pilot ran
+
+
+def _run_relative(s: _Setup, rtol: float, atol_u) -> _Outcome:
+    """The classic scheme: one run, relative inner tolerances, no pilot (or, at
+    ``rtol = 0``, absolute ones)."""
+    run = s.run(s.chain(rtol), 0)
+    return _Outcome(run.top(atol_u), [run], "relative" if rtol else "absolute")
+
+
+def _run_pilot(s: _Setup, rtol: float, atol_u, pilot_rtol: float) -> tuple[list, _Out]:
+    """The crude tensor estimate and the pilot run at ``max(rtol, pilot_rtol)``.
+
+    The crude estimate (one Gauss–Kronrod interval per level, no refinement) gives the
+    pilot an absolute floor, so that the pilot does not resolve negligible regions to full
+    relative accuracy either; 10x margin for a crude estimate.
+    """
+    crude = s.run([0.0] * s.ndim, 0)
+    c_out = crude.top(np.full(s.n_user, np.inf))
+    floor = np.maximum(atol_u, 0.1 * pilot_rtol * s.tolerance_scale(c_out))
+    pilot = s.run(s.chain(max(rtol, pilot_rtol)), crude.evaluations)
+    return [crude, pilot], pilot.top(atol_u, base_u=floor)
+
+
+def _run_scaled(s: _Setup, rtol: float, atol: float, atol_u, *, inner_tolerance: str,
+                pilot_rtol: float, scale) -> _Outcome:
+    """Absolute inner tolerances from the scale ``τ`` (from ``scale`` or a pilot run); one
+    rerun if ``τ`` proves too loose or, in ``"auto"``, mixed inner tolerances prove
+    inner-limited (module docstring)."""
+    runs: list = []
+    pilot_value = None
+    mode = "absolute" if inner_tolerance == "absolute" else "mixed"
+    if scale is None:
+        runs, p_out = _run_pilot(s, rtol, atol_u, pilot_rtol)
+        pilot_value = s.nf.unpack(np.asarray(p_out.val[0]))
+        scale_u = s.tolerance_scale(p_out)
+        if inner_tolerance == "auto" and int(p_out.own[0]) & FLAG_INNER:
+            # already the pilot's relative inner tolerances could not deliver: cancellation
+            mode = "absolute"
+    else:
+        scale_u = np.broadcast_to(np.abs(np.asarray(scale, dtype=complex)), (s.n_user,))
+    tau = np.maximum(atol_u, rtol * scale_u)
+    for attempt in range(2):
+        inner_rtols = s.chain(rtol) if mode == "mixed" else [rtol] + [0.0] * (s.ndim - 1)
+        run = s.run(inner_rtols, runs[-1].evaluations if runs else 0)
+        out = run.top(atol_u, base_u=tau)
+        runs.append(run)
+        val, err = np.asarray(out.val[0]), np.asarray(out.err[0])
+        if attempt or run.stopped or real_tolerance_met(val, err, rtol, atol, s.nf):
+            break
+        tau_final = np.maximum(atol_u, rtol * s.tolerance_scale(out))
+        if np.any(tau > 1.5 * tau_final):
+            log.info("iterated: tolerance scale %s too loose (final %s); rerunning", tau,
+                     tau_final)
+        elif inner_tolerance == "auto" and int(out.own[0]) & FLAG_INNER:
+            # inner integrals could not deliver (cancellation: Σ w |F| >> |Σ w F|)
+            log.info("iterated: inner-limited with mixed tolerances; rerunning absolute")
+            mode = "absolute"
+        else:
+            break
+        tau = tau_final
+    return _Outcome(out, runs, mode, tau, pilot_value)
+
+
+# --------------------------------------------------------------------------------------------
+# Result: status and statistics
+# --------------------------------------------------------------------------------------------
+
+def _status(s: _Setup, o: _Outcome, val, err, nonfinite: int, converged: bool,
+            rtol: float, atol_u) -> str:
+    """The status message of a run (``converged`` or why not, most severe reason first)."""
+    if converged:
+        return CONVERGED
+    if nonfinite:
+        return (f"{NONFINITE}: integrand NaN/inf at {nonfinite} points (counted as 0); "
+                f"error {float(np.max(np.abs(err))):.3g}")
+    run = o.runs[-1]
+    flags = int(o.out.flags[0])
+    evaluations = int(run.evaluations)
+    requested = float(np.max(np.maximum(atol_u, rtol * s.user_abs(val))))
+    if run.stopped or flags & FLAG_MAX_EVALS:
+        return status_not_converged(MAX_EVALS, evaluations, s.user_abs(err), requested)
+    if flags & FLAG_MEMORY:
+        return status_not_converged(MEMORY_LIMIT, evaluations, s.user_abs(err), requested)
+    status = status_not_converged(ROUNDOFF, evaluations, s.user_abs(err), requested)
+    if int(o.out.own[0]) & FLAG_INNER:
+        status += " (limited by the error of the inner integrals)"
+    return status
+
+
+def _info(s: _Setup, o: _Outcome, nonfinite: int) -> dict:
+    run = o.runs[-1]
+    info = {
+        "nonfinite": nonfinite,
+        "rules": [r.name for r in s.plan.rules],
+        "domain": s.plan.limits.name,
+        "inner_tolerance": o.mode,
+        "inner_factors": s.rho[:-1],
+        "tau": None if o.tau is None else o.tau.tolist(),
+        "pilot": o.pilot,
+        "runs": len(o.runs),
+        "steps": run.steps,
+        "calls": run.calls,
+        "intervals": run.intervals,
+        "evicted": run.evicted,
+        "flags": _flag_names(int(o.out.flags[0])),
+        "max_points": s.max_points,
+        "nsplit": s.plan.core.nsplit,
+    }
+    if s.profile:       # [calls, seconds] per kernel, over all runs
+        prof: dict = {}
+        for r in o.runs:
+            for name, (n, t) in r.profile.items():
+                c = prof.setdefault(name, [0, 0.0])
+                c[0] += n
+                c[1] += t
+        info["profile"] = prof
+    return info
+
+
+def _flag_names(flags: int) -> list[str]:
+    names = {FLAG_MEMORY: "memory", FLAG_MAX_EVALS: "max_evals", FLAG_ROUNDOFF: "roundoff",
+             FLAG_INNER: "inner", FLAG_NONFINITE: "nonfinite"}
+    return [n for bit, n in names.items() if flags & bit]
+
+
+def _integrate(engine: "Iterated", f: Callable, limits: Limits, rtol: float, atol: float,
+               max_evals: int) -> IntegrationResult:
+    """The engine's run: settle the options, apply the tolerance policy, report."""
+    t0 = time.perf_counter()
+    check_tolerances(rtol, atol, max_evals)
+    s = _settle(engine, f, limits, max_evals)
+    atol_u = np.full(s.n_user, float(atol))
+    if rtol == 0 or engine.inner_tolerance == "relative":
+        o = _run_relative(s, rtol, atol_u)
+    else:
+        o = _run_scaled(s, rtol, atol, atol_u, inner_tolerance=engine.inner_tolerance,
+                        pilot_rtol=engine.pilot_rtol, scale=engine.scale)
+    val = np.asarray(o.out.val[0])
+    err = np.asarray(o.out.err[0])
+    nonfinite = int(sum(r.nonfinite_count() for r in o.runs))
+    converged = bool(real_tolerance_met(val, err, rtol, atol, s.nf) and nonfinite == 0)
+    status = _status(s, o, val, err, nonfinite, converged, rtol, atol_u)
+    info = _info(s, o, nonfinite)
+    return IntegrationResult(value=s.nf.unpack(val), error=complex_error(err, s.nf),
+                             converged=converged, status=status,
+                             evaluations=int(o.runs[-1].evaluations),
+                             seconds=time.perf_counter() - t0, method=METHOD, info=info)
+
+
+# --------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------
 
-def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float = 1e-6,
-              atol: float = 0.0, max_evals: int = 10**9, max_intervals: int = 256,
-              precision: str = "float64", args: tuple = (), inner_factor: float | None = None,
-              inner_tolerance: str = "auto", pilot_rtol: float = 1e-2, scale=None,
-              max_points: int | None = None, initial_intervals: int | Sequence[int] = 1,
-              nsplit: int | None = None,
-              split_fraction: float = 0.5, fused: bool | None = None) -> IntegrationResult:
-    """Iterated adaptive Gauss–Kronrod integration of ``f`` over a cube, box or simplex.
+@dataclasses.dataclass(frozen=True)
+class Iterated(Engine):
+    """Iterated adaptive Gauss–Kronrod integration over a box, the simplex or :class:`Limits`.
 
     Seed 000 §4.3–4.4.1 (DCM): nested 1-D adaptive integration à la QUADPACK DQAGE,
     vectorized over all 1-D integrals of a level (see the module docstring for the design and
-    the error accounting).
+    the error accounting).  ``engine.integrate(f, domain, *, rtol, atol, max_evals)`` takes
+    ``f(x[n, ndim], *args) -> values[n]`` or ``[n, m]`` (real or complex, traceable by JAX;
+    ``x[:, 0]`` is the outermost variable ``x1``) and a :class:`~loopint.engines.base.Box`,
+    a :class:`~loopint.engines.base.Simplex` (iterated with ``x_j <= 1 - x_1 - … -
+    x_{j-1}``) or a :class:`Limits` with variable limits.  ``max_evals`` counts integrand
+    evaluations (points, crude and pilot runs included) after which refinement stops
+    everywhere; the run can overshoot by the first estimates of integrals already started.
 
-    Args:
-        f: integrand, ``f(x[n, ndim], *args) -> values[n]`` or ``[n, m]``, real or complex,
-            traceable by JAX.  ``x[:, 0]`` is the outermost variable ``x1``.
-        ndim: number of variables.
-        domain: "cube" (``[0,1]^ndim``), "simplex" (``x_i >= 0``, ``Σ x_i <= 1``, iterated with
-            ``x_j <= 1 - x_1 - … - x_{j-1}``), ``(lower, upper)`` for a box, or a
-            :class:`Limits` with variable limits.
+    Options:
         rules: None (GK21 for ``x1``, GK15 for the others), one rule for all ("gk15", "gk21",
             "gk31" or a :class:`GaussKronrodRule`), or one per level, outermost first.
-        rtol, atol: the result meets ``|error| <= max(atol, rtol·|value|)`` per component.
-        max_evals: integrand evaluations (points, crude and pilot runs included) after which
-            refinement stops everywhere; the run can overshoot by the first estimates of
-            integrals already started.
         max_intervals: intervals per 1-D integral (QUADPACK's ``limit``).
         precision: "float64" (default) or "float32".
         args: extra (traced) arguments passed to ``f``; change them without recompiling.
@@ -1059,8 +1359,10 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
             "relative" (classic: relative inner tolerances, no pilot).
         pilot_rtol: tolerance of the pilot run.
         scale: known size ``|I|`` (scalar or per component) that replaces the pilot run.
-        max_points: points per integrand call and prefixes per inner batch (memory bound);
-            default 2**16 on CPU, up to 2**23 on accelerators (by device memory).
+        memory_limit: bytes of device memory the engine may use for its buffers; it sets the
+            points per integrand call and prefixes per inner batch (:func:`max_points`,
+            :func:`bytes_per_point` bytes each).  None: automatic, 2^16 points on a CPU and
+            up to 2^23 on accelerators (by device memory).
         initial_intervals: equal pieces each 1-D range starts with (a power of two), or one
             such number per level: e.g. ``(16, 4, 1, 1)`` gives the outer levels, whose
             batches are small, more parallel work per step on a GPU.
@@ -1071,216 +1373,60 @@ def integrate(f: Callable, ndim: int, *, domain="cube", rules=None, rtol: float 
         fused: fuse bisection, evaluation and merge of the innermost level into one kernel
             per step (fewer launches, more compiled shapes); default: on for accelerators,
             off on CPU.
+        grow_only: buffers only grow within one level call and fused innermost batches
+            cover at least ``1/fused_min_fraction`` of the buffer (fewer compiled shapes);
+            default: on for accelerators, off on CPU, where smaller buffers are cheaper
+            passes.  The results do not depend on it beyond rounding.
+        fused_min_fraction: see ``grow_only``.
+        materialize: write the innermost integrand values to memory before the rule's sums
+            (an optimization barrier); default: on a CPU only.
+        profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
+            in ``info["profile"]``.
 
-    Returns:
-        :class:`IntegrationResult`; ``info`` holds ``nonfinite``; per level (outermost
-        first, final run) ``steps``, ``calls``, ``intervals`` (evaluated) and ``evicted``
-        (prefixes redone); the ``pilot`` value, the tolerance scale ``tau``, the
-        ``inner_tolerance`` mode used,
-        ``flags`` (limits hit anywhere below the top, informational when converged) and
-        ``runs`` (crude estimate, pilot and reruns included; ``evaluations`` counts all).
+    Returns :class:`IntegrationResult`; ``info`` holds ``nonfinite``; per level (outermost
+    first, final run) ``steps``, ``calls``, ``intervals`` (evaluated) and ``evicted``
+    (prefixes redone); the ``pilot`` value, the tolerance scale ``tau``, the
+    ``inner_tolerance`` mode used, ``flags`` (limits hit anywhere below the top,
+    informational when converged), ``runs`` (crude estimate, pilot and reruns included;
+    ``evaluations`` counts all) and ``max_points``.
     """
-    t0 = time.perf_counter()
-    check_tolerances(rtol, atol, max_evals)
-    if ndim < 1:
-        raise ValueError(f"ndim must be >= 1, got {ndim}")
-    n0 = ([int(initial_intervals)] * ndim if np.ndim(initial_intervals) == 0
-          else [int(v) for v in initial_intervals])
-    if len(n0) != ndim or not all(_is_pow2(v) for v in n0):
-        raise ValueError("initial_intervals must be a power of two, or one per dimension; "
-                         f"got {initial_intervals!r}")
-    on_cpu = jax.default_backend() == "cpu"
-    if nsplit is None:
-        nsplit = 2 if on_cpu else 4
-    if nsplit < 2 or max_intervals < 1:
-        raise ValueError("need nsplit >= 2 and max_intervals >= 1")
-    if inner_factor is not None and not 0 < inner_factor < 1:
-        raise ValueError(f"inner_factor must lie in (0, 1), got {inner_factor}")
-    if inner_tolerance not in ("auto", "absolute", "relative", "mixed"):
-        raise ValueError("inner_tolerance must be 'auto', 'mixed', 'absolute' or 'relative', "
-                         f"got {inner_tolerance!r}")
-    limits = as_limits(domain, ndim)
-    rules_t = _as_rules(rules, ndim)
-    dt = real_dtype(precision)
-    fn = _Bound.of(f, tuple(args))
-    nf = normalize_integrand(fn, ndim, dt)
-    core = _Core(n_real=nf.n_components,
-                 n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
-                 is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
-                 max_intervals=int(max_intervals), eta=float(split_fraction),
-                 materialize=on_cpu if _MATERIALIZE is None else bool(_MATERIALIZE))
-    plan = _Plan(fn=fn, ndim=ndim, limits=limits, rules=rules_t, core=core)
-    max_points = int(max_points or _default_max_points(core.n_real, ndim))
-    if fused is None:
-        fused = not on_cpu
-    bucket_base = _CPU_BUCKET_BASE if on_cpu else 4
-    U = core.n_user
-    atol_u = np.full(U, float(atol))
-
-    if inner_factor is None:
-        # Even split: each level's own quadrature error gets 1/d of the budget, so level j
-        # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
-        rho = [(ndim - j - 1) / (ndim - j) for j in range(ndim)]
-    else:
-        rho = [float(inner_factor)] * ndim
-
-    def chain(r0):
-        out = [r0]
-        for j in range(1, ndim):
-            out.append(out[-1] * rho[j - 1])
-        return out
-
-    def make_run(rtols, evaluations):
-        return _Run(plan, rtols=rtols, rho=rho, max_evals=int(max_evals),
-                    max_points=max_points, n0=n0, fused=fused,
-                    bucket_base=bucket_base, evaluations=evaluations)
-
-    def user_abs(x):
-        x = np.asarray(x)
-        return np.hypot(x[:U], x[U:]) if core.is_complex else np.abs(x)
-
-    runs = []
-    pilot_value = None
-    tau = None
-
-    def tolerance_scale(o: _Out):
-        # |I| per component, floored against exact cancellation by 1e-3 Σ|interval results|
-        val = user_abs(np.asarray(o.val[0]))
-        return np.maximum(val, 1e-3 * user_abs(np.asarray(o.absval[0])))
-
-    if rtol == 0 or inner_tolerance == "relative":
-        mode = "relative" if rtol else "absolute"
-        run = make_run(chain(rtol), 0)
-        out = run.top(atol_u)
-        runs.append(run)
-    else:
-        if scale is None:
-            # Crude tensor estimate (one Gauss–Kronrod interval per level, no refinement) as
-            # an absolute floor for the pilot, so that the pilot does not resolve negligible
-            # regions to full relative accuracy either; 10x margin for a crude estimate.
-            crude = make_run([0.0] * ndim, 0)
-            c_out = crude.top(np.full(U, np.inf))
-            runs.append(crude)
-            floor = np.maximum(atol_u, 0.1 * pilot_rtol * tolerance_scale(c_out))
-            pilot = make_run(chain(max(rtol, pilot_rtol)), crude.evaluations)
-            p_out = pilot.top(atol_u, base_u=floor)
-            runs.append(pilot)
-            pilot_value = nf.unpack(np.asarray(p_out.val[0]))
-            scale_u = tolerance_scale(p_out)
-        else:
-            scale_u = np.broadcast_to(np.abs(np.asarray(scale, dtype=complex)), (U,))
-        mode = "absolute" if inner_tolerance == "absolute" else "mixed"
-        if scale is None and inner_tolerance == "auto" and int(p_out.own[0]) & FLAG_INNER:
-            # already the pilot's relative inner tolerances could not deliver: cancellation
-            mode = "absolute"
-        tau = np.maximum(atol_u, rtol * scale_u)
-        for attempt in range(2):
-            inner_rtols = chain(rtol) if mode == "mixed" else [rtol] + [0.0] * (ndim - 1)
-            run = make_run(inner_rtols, runs[-1].evaluations if runs else 0)
-            out = run.top(atol_u, base_u=tau)
-            runs.append(run)
-            val, err = np.asarray(out.val[0]), np.asarray(out.err[0])
-            if attempt or run.stopped or real_tolerance_met(val, err, rtol, atol, nf):
-                break
-            tau_final = np.maximum(atol_u, rtol * tolerance_scale(out))
-            if np.any(tau > 1.5 * tau_final):
-                log.info("iterated: tolerance scale %s too loose (final %s); rerunning", tau,
-                         tau_final)
-            elif inner_tolerance == "auto" and int(out.own[0]) & FLAG_INNER:
-                # inner integrals could not deliver (cancellation: Σ w |F| >> |Σ w F|)
-                log.info("iterated: inner-limited with mixed tolerances; rerunning absolute")
-                mode = "absolute"
-            else:
-                break
-            tau = tau_final
-    run = runs[-1]
-    val = np.asarray(out.val[0])
-    err = np.asarray(out.err[0])
-    flags = int(out.flags[0])
-    nonfinite = int(sum(r.nonfinite_count() for r in runs))
-    evaluations = int(run.evaluations)
-    met = real_tolerance_met(val, err, rtol, atol, nf)
-    converged = bool(met and nonfinite == 0)
-    requested = float(np.max(np.maximum(atol_u, rtol * user_abs(val))))
-    if converged:
-        status = CONVERGED
-    elif nonfinite:
-        status = (f"{NONFINITE}: integrand NaN/inf at {nonfinite} points (counted as 0); "
-                  f"error {float(np.max(np.abs(err))):.3g}")
-    elif run.stopped or flags & FLAG_MAX_EVALS:
-        status = status_not_converged(MAX_EVALS, evaluations, user_abs(err), requested)
-    elif flags & FLAG_MEMORY:
-        status = status_not_converged(MEMORY_LIMIT, evaluations, user_abs(err), requested)
-    else:
-        status = status_not_converged(ROUNDOFF, evaluations, user_abs(err), requested)
-        if int(out.own[0]) & FLAG_INNER:
-            status += " (limited by the error of the inner integrals)"
-    seconds = time.perf_counter() - t0
-    info = {
-        "nonfinite": nonfinite,
-        "rules": [r.name for r in rules_t],
-        "domain": limits.name,
-        "inner_tolerance": mode,
-        "inner_factors": rho[:-1],
-        "tau": None if tau is None else tau.tolist(),
-        "pilot": pilot_value,
-        "runs": len(runs),
-        "steps": run.steps,
-        "calls": run.calls,
-        "intervals": run.intervals,
-        "evicted": run.evicted,
-        "flags": _flag_names(flags),
-        "max_points": max_points,
-        "nsplit": core.nsplit,
-    }
-    if run.profile is not None:      # LOOPINT_PROFILE_ITERATED=1: [calls, seconds] per kernel
-        prof: dict = {}
-        for r in runs:
-            for name, (n, t) in r.profile.items():
-                c = prof.setdefault(name, [0, 0.0])
-                c[0] += n
-                c[1] += t
-        info["profile"] = prof
-    return IntegrationResult(value=nf.unpack(val), error=complex_error(err, nf),
-                             converged=converged, status=status, evaluations=evaluations,
-                             seconds=seconds, method=METHOD, info=info)
-
-
-def _flag_names(flags: int) -> list[str]:
-    names = {FLAG_MEMORY: "memory", FLAG_MAX_EVALS: "max_evals", FLAG_ROUNDOFF: "roundoff",
-             FLAG_INNER: "inner", FLAG_NONFINITE: "nonfinite"}
-    return [n for bit, n in names.items() if flags & bit]
-
-
-def integrate_box(f: Callable, lower, upper, **kw) -> IntegrationResult:
-    """:func:`integrate` over the box ``[lower, upper]`` (``ndim = len(lower)``)."""
-    lim = Limits.box(lower, upper)
-    return integrate(f, lim.ndim, domain=lim, **kw)
-
-
-@dataclasses.dataclass(frozen=True)
-class Iterated(Engine):
-    """Iterated adaptive Gauss-Kronrod (:func:`integrate`); integrates the simplex natively."""
 
     name: ClassVar[str] = METHOD
     rules: object = None
     max_intervals: int = 256
     precision: str = "float64"
+    args: tuple = ()
     inner_factor: float | None = None
     inner_tolerance: str = "auto"
     pilot_rtol: float = 1e-2
     scale: object = None
-    max_points: int | None = None
+    memory_limit: int | None = None
     initial_intervals: int | Sequence[int] = 1
     nsplit: int | None = None
     split_fraction: float = 0.5
     fused: bool | None = None
+    grow_only: bool | None = None
+    fused_min_fraction: int = 16
+    materialize: bool | None = None
+    profile: bool = False
 
-    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        lim = Limits.box(lower, upper)
-        return integrate(f, lim.ndim, domain=lim, rtol=rtol, atol=atol, max_evals=max_evals,
-                         **self.options())
+    def integrate(self, f: Callable, domain, *, rtol: float = DEFAULT_RTOL,
+                  atol: float = DEFAULT_ATOL,
+                  max_evals: int = DEFAULT_MAX_EVALS) -> IntegrationResult:
+        if not isinstance(domain, (Box, Simplex, Limits)):
+            raise TypeError("Iterated.integrate takes a Box, a Simplex or Limits as its domain "
+                            f"(loopint.engines.base.as_domain makes one), got {domain!r}")
+        return _integrate(self, f, as_limits(domain, domain.ndim), rtol, atol, max_evals)
 
-    def integrate_simplex(self, f, ndim, *, rtol, atol, max_evals):
-        return integrate(f, ndim, domain="simplex", rtol=rtol, atol=atol, max_evals=max_evals,
-                         **self.options())
+    def integrate_box(self, f: Callable, lower, upper, *, rtol: float, atol: float,
+                      max_evals: int) -> IntegrationResult:
+        return self.integrate(f, Box(lower, upper), rtol=rtol, atol=atol, max_evals=max_evals)
+
+
+def integrate(f: Callable, ndim: int, *, domain="cube", rtol: float = DEFAULT_RTOL,
+              atol: float = DEFAULT_ATOL, max_evals: int = DEFAULT_MAX_EVALS,
+              **options) -> IntegrationResult:
+    """``Iterated(**options).integrate(f, ...)`` over a ``domain`` in ``ndim`` variables given
+    as :func:`as_limits` accepts it ("cube", "simplex", ``(lower, upper)``, :class:`Limits`)."""
+    return Iterated(**options).integrate(f, as_limits(domain, ndim), rtol=rtol, atol=atol,
+                                         max_evals=max_evals)
