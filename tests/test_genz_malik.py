@@ -15,8 +15,9 @@ import pytest
 
 import loopint  # noqa: F401  (float64)
 from loopint.engines import base
-from loopint.engines.genz_malik import (apply_rule, evaluate_regions, genz_malik, genz_malik9,
-                                        n_points, n_points9, two_level_error)
+from loopint.engines.regions import evaluate_regions
+from loopint.engines.rules.genz_malik import (apply_rule, genz_malik, genz_malik9, n_points,
+                                              n_points9, two_level_error)
 
 
 def _exponents(n: int, degree: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """PAGANI (seed 001) on the Genz–Malik rule (loopint.engines.pagani).
 
-References: closed-form values of ``loopint.testfunctions.genz_suite`` (seed 001 f1–f7,
-REFERENCES.md); product integrals computed by hand in the tests.
+References: closed-form values of ``loopint.testfunctions.genz_suite`` (seed 001 f1–f7);
+product integrals computed by hand in the tests.
 """
 
 import math
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import loopint  # noqa: F401  (float64)
-from loopint.engines import base, pagani
+from loopint.engines import base
+from loopint.engines.pagani import Pagani
+from loopint.engines.regions import BYTES_PER_REGION
 from loopint.testfunctions import f3, f4, genz_suite
 
 CASES = {c.name: c for c in genz_suite()}
@@ -35,8 +37,8 @@ SUITE = [
 @pytest.mark.parametrize("name,rtol,max_evals,must_converge", SUITE)
 def test_genz_suite(name, rtol, max_evals, must_converge):
     case = CASES[name]
-    r = pagani.integrate_box(case.f, np.zeros(case.ndim), np.ones(case.ndim), rtol=rtol,
-                             max_evals=max_evals, relerr_filtering=not case.sign_changing)
+    r = Pagani(relerr_filtering=not case.sign_changing).integrate_box(
+        case.f, np.zeros(case.ndim), np.ones(case.ndim), rtol=rtol, max_evals=max_evals)
     true_rel = abs(r.value - case.exact) / abs(case.exact)
     assert np.isfinite(r.value) and r.error >= 0
     assert r.evaluations <= max_evals
@@ -55,8 +57,8 @@ def test_genz_suite(name, rtol, max_evals, must_converge):
 def test_threshold_classification_under_memory_pressure_converges():
     """With room for 4096 regions PAGANI must finish regions by threshold (Algorithm 3)."""
     case = CASES["f3_5d"]
-    r = pagani.integrate_box(f3, np.zeros(5), np.ones(5), rtol=1e-4, max_evals=10**7,
-                             memory_limit_regions=4096)
+    r = Pagani(memory_limit=4096 * BYTES_PER_REGION).integrate_box(f3, np.zeros(5), np.ones(5),
+                                                                   rtol=1e-4, max_evals=10**7)
     assert r.converged, r
     assert r.info["threshold_filterings"] > 0 and r.info["finished_regions"] > 0
     assert abs(r.value - case.exact) <= 1e-4 * case.exact
@@ -67,8 +69,8 @@ def test_threshold_classification_under_memory_pressure_converges():
                                                      (f3, "f3_3d", 3, 1e-8, 512)])
 def test_memory_limit_returns_honest_best_estimate(f, name, ndim, rtol, limit):
     exact = CASES[name].exact
-    r = pagani.integrate_box(f, np.zeros(ndim), np.ones(ndim), rtol=rtol,
-                             memory_limit_regions=limit, max_evals=10**8)
+    r = Pagani(memory_limit=limit * BYTES_PER_REGION).integrate_box(
+        f, np.zeros(ndim), np.ones(ndim), rtol=rtol, max_evals=10**8)
     assert not r.converged
     assert r.status.startswith(base.MEMORY_LIMIT), r.status
     assert np.isfinite(r.value) and np.isfinite(r.error) and r.error > 0
@@ -83,8 +85,8 @@ def _wave(x):
 
 def test_relative_error_filtering_and_sign_changes():
     for relerr in (False, True):
-        r = pagani.integrate_box(_wave, np.zeros(3), np.ones(3), rtol=1e-6, max_evals=10**7,
-                                 relerr_filtering=relerr)
+        r = Pagani(relerr_filtering=relerr).integrate_box(_wave, np.zeros(3), np.ones(3),
+                                                          rtol=1e-6, max_evals=10**7)
         assert r.converged and abs(r.value - 1e-3) <= 1e-6 * 1e-3
     # Per-region relative errors meet rtol long before the cancelling total does: the guard
     # refuses to commit that error (seed 001 section 3.5.1 warns about exactly this case).
@@ -106,13 +108,13 @@ def _complex(x):
 def test_vector_and_complex_integrands_match_componentwise_runs():
     lo, hi = np.zeros(3), np.ones(3)
     rtol = 1e-6
-    rv = pagani.integrate_box(_vector, lo, hi, rtol=rtol)
-    parts = [pagani.integrate_box(g, lo, hi, rtol=rtol) for g in (f3, _second)]
+    rv = Pagani().integrate_box(_vector, lo, hi, rtol=rtol)
+    parts = [Pagani().integrate_box(g, lo, hi, rtol=rtol) for g in (f3, _second)]
     assert rv.converged and rv.value.shape == (2,)
     for k, p in enumerate(parts):
         assert p.converged
         assert abs(rv.value[k] - p.value) <= rv.error[k] + p.error
-    rc = pagani.integrate_box(_complex, lo, hi, rtol=rtol)
+    rc = Pagani().integrate_box(_complex, lo, hi, rtol=rtol)
     im_exact = 2 * math.cos(1) - math.cos(2) - 1
     assert rc.converged and isinstance(rc.value, complex)
     assert abs(rc.value.real - parts[0].value) <= rc.error.real + parts[0].error
@@ -120,24 +122,24 @@ def test_vector_and_complex_integrands_match_componentwise_runs():
 
 
 def test_nonfinite_max_evals_and_validation():
-    r = pagani.integrate_box(lambda x: jnp.where(x[:, 0] < 0.1, jnp.inf, f3(x)),
-                             np.zeros(3), np.ones(3), rtol=1e-4)
+    r = Pagani().integrate_box(lambda x: jnp.where(x[:, 0] < 0.1, jnp.inf, f3(x)), np.zeros(3),
+                               np.ones(3), rtol=1e-4)
     assert not r.converged and r.status.startswith(base.NONFINITE)
     assert r.info["nonfinite"] > 0 and np.isfinite(r.value)
-    r = pagani.integrate_box(f3, np.zeros(3), np.ones(3), rtol=1e-12, max_evals=20_000)
+    r = Pagani().integrate_box(f3, np.zeros(3), np.ones(3), rtol=1e-12, max_evals=20_000)
     assert not r.converged and r.status.startswith(base.MAX_EVALS)
     assert r.evaluations <= 20_000
     with pytest.raises(ValueError):
-        pagani.integrate_box(f3, np.zeros(3), np.ones(3), max_evals=5)
+        Pagani().integrate_box(f3, np.zeros(3), np.ones(3), max_evals=5)
     with pytest.raises(ValueError):
-        pagani.integrate_box(f3, np.ones(3), np.zeros(3))
+        Pagani().integrate_box(f3, np.ones(3), np.zeros(3))
 
 
 def test_degree_9_rule():
     """The rule of the authors' code (DCUHRE degree 9) converges where 7/5 runs out of budget."""
     case = CASES["f3_5d"]
-    r = pagani.integrate_box(f3, np.zeros(5), np.ones(5), rtol=1e-6, max_evals=3 * 10**6,
-                             rule="dcuhre9")
+    r = Pagani(rule="dcuhre9").integrate_box(f3, np.zeros(5), np.ones(5), rtol=1e-6,
+                                             max_evals=3 * 10**6)
     assert r.converged and abs(r.value - case.exact) <= 1e-6 * case.exact
-    r7 = pagani.integrate_box(f3, np.zeros(5), np.ones(5), rtol=1e-6, max_evals=3 * 10**6)
+    r7 = Pagani().integrate_box(f3, np.zeros(5), np.ones(5), rtol=1e-6, max_evals=3 * 10**6)
     assert not r7.converged and r7.status.startswith(base.MAX_EVALS)

@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import time
 
-import os
-
 import jax
 import numpy as np
 
-from ..engines import cubature, pagani
-from ..engines.genz_malik import n_points
+from ..engines.cubature import Cubature
+from ..engines.pagani import Pagani
+from ..engines.rules.genz_malik import n_points
 from ..testfunctions import genz_suite
 
 RTOLS = tuple(10.0**-k for k in range(3, 11))
 QUICK = {"f3_3d": (1e-3, 1e-6), "f4_5d": (1e-3,)}
 
 
-def _budget(quick: bool) -> int:
-    """Evaluation budget per run: large on an accelerator, modest on a CPU."""
+def _budget(quick: bool, max_evals: int | float | None = None) -> int:
+    """Evaluation budget per run: ``max_evals`` if given, else large on an accelerator and
+    modest on a CPU (10^6 for a quick run)."""
     if quick:
         return 10**6
-    if os.environ.get("LOOPINT_BENCH_MAX_EVALS"):
-        return int(float(os.environ["LOOPINT_BENCH_MAX_EVALS"]))
+    if max_evals is not None:
+        return int(float(max_evals))
     return 2 * 10**9 if jax.devices()[0].platform != "cpu" else 10**8
 
 
@@ -76,12 +76,12 @@ def _row(case, method, rtol, value, error, evaluations, seconds, compile_seconds
 
 def _engine_rows(case, rtols, max_evals, device):
     rows = []
-    for name, mod in (("pagani", pagani), ("cubature", cubature)):
-        kw = {"relerr_filtering": False} if (mod is pagani and case.sign_changing) else {}
+    pagani = Pagani(relerr_filtering=False) if case.sign_changing else Pagani()
+    for name, engine in (("pagani", pagani), ("cubature", Cubature())):
         for rtol in rtols:
             args = (case.f, np.zeros(case.ndim), np.ones(case.ndim))
-            warm = mod.integrate_box(*args, rtol=rtol, max_evals=max_evals, **kw)
-            r = mod.integrate_box(*args, rtol=rtol, max_evals=max_evals, **kw)
+            warm = engine.integrate_box(*args, rtol=rtol, max_evals=max_evals)
+            r = engine.integrate_box(*args, rtol=rtol, max_evals=max_evals)
             rows.append(_row(case, name, rtol, r.value, r.error, r.evaluations, r.seconds,
                              warm.seconds, device, r.converged, r.status))
             if not r.converged:
@@ -105,18 +105,23 @@ def _scipy_row(case, rtol, max_subdivisions=20_000):
                 "cpu", r.status == "converged", r.status)
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, max_evals: int | float | None = None,
+        stream: bool = False) -> list[dict]:
     """Rows: case, method, rtol, value, error, true_error, evaluations, seconds,
-    compile_seconds, evals_per_s, device, converged, status."""
+    compile_seconds, evals_per_s, device, converged, status.
+
+    ``max_evals``: evaluation budget per run (default: 2·10^9 on an accelerator, 10^8 on a
+    CPU; a quick run uses 10^6).  ``stream``: print each case's engine rows as they finish.
+    """
     device = jax.devices()[0].platform
-    max_evals = _budget(quick)
+    max_evals = _budget(quick, max_evals)
     rows = []
     for case in genz_suite():
         if quick and case.name not in QUICK:
             continue
         rtols = QUICK[case.name] if quick else RTOLS
         new = _engine_rows(case, rtols, max_evals, device)
-        if os.environ.get("LOOPINT_BENCH_STREAM"):
+        if stream:
             for r_ in new:
                 print({k: r_.get(k) for k in ("case", "method", "rtol", "true_error", "evaluations",
                                                "seconds", "converged")}, flush=True)

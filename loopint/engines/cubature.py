@@ -2,8 +2,8 @@
 
 Algorithm (Genz & Malik 1980; Berntsen, Espelid & Genz 1991 = DCUHRE; the GPU batching of
 seeds 003 and 004): keep a list of boxes with degree-7 estimates ``I_r`` and error
-estimates ``E_r`` (:mod:`loopint.engines.genz_malik`).  The result is ``Σ I_r`` with error
-``Σ E_r``.  While ``|Σ E| > max(atol, rtol·|Σ I|)`` in some component:
+estimates ``E_r`` (:mod:`loopint.engines.rules.genz_malik`).  The result is ``Σ I_r`` with
+error ``Σ E_r``.  While ``|Σ E| > max(atol, rtol·|Σ I|)`` in some component:
 
 1. rank the regions by ``p_r = max_k E_{r,k}/τ_k`` (``τ_k`` = the tolerance target of
    component ``k``), so a vector integrand is refined where the component furthest from
@@ -17,11 +17,11 @@ estimates ``E_r`` (:mod:`loopint.engines.genz_malik`).  The result is ``Σ I_r``
 
 A step is three jitted calls on device-resident buffers: :func:`_children` (selection by
 octaves of the priority, no sort; bisection), the integrand evaluation
-:func:`~loopint.engines.genz_malik.evaluate_buffer` (the only compiled code that depends on
+:func:`~loopint.engines.regions.evaluate_buffer` (the only compiled code that depends on
 the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insertion, new
-totals and next selection size); the host loop reads a few scalars per step.  Buffers
-have fixed sizes from the ladder ``512·8^k``
-(:func:`~loopint.engines.genz_malik.capacity_for`), so a run compiles a handful of shapes;
+totals and next selection size); the host loop (:class:`_Run`) reads a few scalars per
+step.  Buffers have fixed sizes from the ladder ``512·8^k``
+(:func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;
 evaluation runs in chunks whose number follows the live region count.
 
 Global error estimate (``error_estimate="global"``).  The sum of the local errors
@@ -29,14 +29,15 @@ Global error estimate (``error_estimate="global"``).  The sum of the local error
 regulated loop integrands it exceeds the true error of ``Σ I_r`` 10^2 to 10^5 times (Genz's
 oscillatory and Gaussian families in 5 dimensions: 9.1e-9 against 1.4e-14 and 9.6e-10 against
 3.8e-12; the two-loop ladder vertex at delta = 0.34: 1.3e-5 against 1.2e-9).  The global
-estimate applies the degree-9 rule of :class:`~loopint.engines.genz_malik.GenzMalik9Rule`
-to every live region of the partition (a "sweep") and keeps the signs:
-``d_r = I9_r - I7_r`` is, where the degree-9 rule is the more accurate one, the error of
-``I7_r`` with its sign, so ``Σ d_r`` is the error of the degree-7 total with the
-cancellations between regions that the true error has (on the cases above it matched the
-true error to a few per cent), and the degree-9 total is reported.  Regions where the two
-rules are not in their asymptotic order (``|d_r| > ρ E_r``, ``ρ =`` :data:`GLOBAL_RHO`: the
-degree-7 rule no better than the degree-5 one) enter without signs:
+estimate applies the degree-9 rule of
+:class:`~loopint.engines.rules.genz_malik.GenzMalik9Rule` to every live region of the
+partition (a "sweep") and keeps the signs: ``d_r = I9_r - I7_r`` is, where the degree-9 rule
+is the more accurate one, the error of ``I7_r`` with its sign, so ``Σ d_r`` is the error of
+the degree-7 total with the cancellations between regions that the true error has (on the
+cases above it matched the true error to a few per cent), and the degree-9 total is
+reported.  Regions where the two rules are not in their asymptotic order
+(``|d_r| > ρ E_r``, ``ρ =`` :data:`GLOBAL_RHO`: the degree-7 rule no better than the
+degree-5 one) enter without signs:
 
     error = 2 |Σ_{asymptotic} d_r| + Σ_{others} |d_r| + (retired regions' local errors).
 
@@ -51,10 +52,10 @@ Genz's families in 3 to 6 dimensions the true error stayed within 0.53 of the gl
 estimate (``tests/test_cubature.py``); the regulated ladder terms of
 :mod:`loopint.compute` extrapolate to pySecDec's value within their propagated estimate.
 
-When ``max_regions`` is reached, the regions with the smallest errors are retired into a
-fixed sum (together at most a quarter of the remaining error budget, as PAGANI's threshold
-rule, seed 001 section 3.5.3); if that frees too little, the run stops with a
-``memory_limit`` status and its best estimate.
+When the regions fill the memory bound (``memory_limit``), the regions with the smallest
+errors are retired into a fixed sum (together at most a quarter of the remaining error
+budget, as PAGANI's threshold rule, seed 001 section 3.5.3); if that frees too little, the
+run stops with a ``memory_limit`` status and its best estimate.
 
 Stops: converged (checked from the first bisection step on, so that errors are two-level
 ones); ``max_evals`` (the next step would exceed the budget); ``memory_limit``;
@@ -73,20 +74,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..precision import real_dtype
-from . import base
-from .genz_malik import (capacity_for, chunk_for, component_weights,
-                         count_carrying, evaluate_buffer, make_rule, pad_rows, pow2_ceil,
-                         priority, requested_tolerance, smallest_within, tolerance_targets,
-                         top_mask, two_level_error, uniform_grid)
+from . import base, regions
+from .regions import (BYTES_PER_REGION, component_weights, count_carrying, priority,
+                      smallest_within, tolerance_targets, top_mask)
+from .rules.genz_malik import make_rule, two_level_error
 
 METHOD = "cubature"
 
 CPU_MAX_REGIONS = 2**22
-# Device bytes allowed per region when sizing the default on an accelerator: the region
-# arrays (centres, half-widths, values and errors of up to a few dozen components), their
-# children and the evaluation chunk, with room for the rest of a run.
-BYTES_PER_REGION = 4096
 ACCELERATOR_MAX_REGIONS = 2**25
 ERROR_ESTIMATES = ("local", "global")
 GLOBAL_RHO = 0.1             # |I9 - I7| above this share of the local error: not asymptotic
@@ -95,11 +90,12 @@ GLOBAL_SAFETY = 2.0          # factor on the signed sum over the asymptotic regi
 
 
 def default_max_regions(device=None) -> int:
-    """Default ``max_regions`` for ``device`` (default: the first device): 2^22 on a CPU; on
-    an accelerator the largest power of two with :data:`BYTES_PER_REGION` bytes each within
-    the device memory JAX may use, between 2^22 and 2^25 (2^24 on an H200).  The regulated
-    integrands of the delta sequence at small delta hit the CPU bound (the two-loop ladder
-    vertex at delta = 0.02 in 5 dimensions)."""
+    """Regions held at once with ``memory_limit=None`` on ``device`` (default: the first
+    device): 2^22 on a CPU; on an accelerator the largest power of two with
+    :data:`~loopint.engines.regions.BYTES_PER_REGION` bytes each within the device memory
+    JAX may use, between 2^22 and 2^25 (2^24 on an H200).  The regulated integrands of the
+    delta sequence at small delta hit the CPU bound (the two-loop ladder vertex at
+    delta = 0.02 in 5 dimensions)."""
     limit = base.device_memory_limit(device)
     if limit <= 0:
         return CPU_MAX_REGIONS
@@ -107,33 +103,23 @@ def default_max_regions(device=None) -> int:
     return int(min(max(2**k, CPU_MAX_REGIONS), ACCELERATOR_MAX_REGIONS))
 
 
-@base.checks_boundary
-def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
-                  max_evals: int = 10**8, max_regions: int | None = None,
-                  precision: str = "float64", share: float = 0.5, min_split: int = 64,
-                  max_iterations: int = 100_000, chunk_points: int = 2**21,
-                  initial_divisions: int = 1, rule: str = "genz_malik",
-                  error_estimate: str = "local",
-                  stop_on_nonfinite: bool = False) -> base.IntegrationResult:
-    """Integrate ``f`` over the box ``[lower, upper]`` by globally adaptive Genz–Malik cubature.
+@dataclasses.dataclass(frozen=True)
+class Cubature(base.Engine):
+    """Globally adaptive Genz–Malik cubature (module docstring).
 
-    Args:
-        f: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
-            complex, traceable by JAX.  Passing the same function object again reuses the
-            compiled steps.
-        lower, upper: box corners, shape ``(d,)``, ``d >= 1`` (meant for ``d >= 2``).
-        rtol, atol: stop when ``|error| <= max(atol, rtol·|value|)`` in every component.
-        max_evals: integrand-point budget; a step that would exceed it is not taken.
-        max_regions: most regions held at once (the memory bound); default
-            :func:`default_max_regions` (2^22 on a CPU, more on an accelerator).
+    Options:
+        memory_limit: bytes of device memory the engine may use for its buffers (regions,
+            sample chunks); ``memory_limit //``
+            :data:`~loopint.engines.regions.BYTES_PER_REGION` regions are held at once.
+            None: automatic, :func:`default_max_regions` regions (2^22 on a CPU, more on an
+            accelerator) and 2^21 integrand points per call.
         precision: ``"float64"`` (default) or ``"float32"``.
         share: fraction of the total normalised error carried by the regions split per step.
         min_split: split at least this many regions per step (when that many exist).
         max_iterations: cap on adaptive steps.
-        chunk_points: most integrand points per integrand call (memory bound of one call).
         initial_divisions: start from the uniform grid with this many cells per axis.
         rule: ``"genz_malik"`` (degree 7/5, default) or ``"dcuhre9"`` (degree 9 with null
-            rules, ``d >= 2``; see :class:`~loopint.engines.genz_malik.GenzMalik9Rule`).
+            rules, ``d >= 2``; see :class:`~loopint.engines.rules.genz_malik.GenzMalik9Rule`).
         error_estimate: ``"local"`` (default: the sum of the regions' error estimates) or
             ``"global"`` (signed degree-9 sweeps of the partition, see the module docstring;
             ``rule="genz_malik"`` and ``d >= 2``).
@@ -141,185 +127,301 @@ def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float 
             ``nonfinite``) instead of counting such values as 0 and going on: for integrands
             where one is a failure of the whole run (a deformed contour that left the Feynman
             prescription), not a few bad points.
+        boundary_check: probe the integrand near the faces after the run
+            (:func:`~loopint.engines.base.checks_boundary`).
 
-    Returns:
-        :class:`~loopint.engines.base.IntegrationResult`; ``info`` has ``regions``,
-        ``iterations``, ``nonfinite``, ``retired_regions``, ``capacity``, ``error_estimate``
-        (the estimate the result carries: "local", "global" or, per component, "mixed"),
-        ``local_error`` (the sum of local errors at the end, (re, im) parts as ``error``),
-        ``sweeps`` and ``sweep_evaluations``.
+    :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
+    ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
+    ``capacity``, ``error_estimate`` (the estimate the result carries: "local", "global" or,
+    per component, "mixed"), ``local_error`` (the sum of local errors at the end, (re, im)
+    parts as ``error``), ``sweeps`` and ``sweep_evaluations``.
     """
-    t0 = time.perf_counter()
-    base.check_tolerances(rtol, atol, max_evals)
-    ndim = max(np.size(lower), np.size(upper))
-    lo, hi = base.box(lower, upper, ndim)
-    dtype = real_dtype(precision)
-    if not 0 < share <= 1:
-        raise ValueError(f"share must be in (0, 1], got {share}")
-    if max_regions is None:
-        max_regions = default_max_regions()
-    if max_regions < 2:
-        raise ValueError(f"max_regions must be >= 2, got {max_regions}")
-    if error_estimate not in ERROR_ESTIMATES:
-        raise ValueError(f"error_estimate must be one of {ERROR_ESTIMATES}, got {error_estimate!r}")
-    use_global = error_estimate == "global"
-    if use_global and (rule != "genz_malik" or ndim < 2):
-        raise ValueError("error_estimate='global' sweeps with the degree-9 rule: it needs "
-                         f"rule='genz_malik' and ndim >= 2 (got rule={rule!r}, ndim={ndim})")
-    integrand = base.normalize_integrand(f, ndim, dtype)
-    npts = make_rule(rule, ndim).n_points
-    static = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
-                  rule=rule)
-    top_cap = min(capacity_for(max_regions), pow2_ceil(max_regions))
 
-    centers, halfwidths = uniform_grid(lo, hi, int(initial_divisions))
-    count = centers.shape[0]
-    if count > max_regions:
-        raise ValueError(f"initial_divisions={initial_divisions} gives {count} regions "
-                         f"> max_regions={max_regions}")
-    if count * npts > max_evals:
-        raise ValueError(f"max_evals={max_evals} is below one rule application on the "
-                         f"{count} initial region(s) ({count * npts} points)")
-    cap = min(capacity_for(max(count, 2)), top_cap)
-    state = (jnp.asarray(pad_rows(centers, cap), dtype),
-             jnp.asarray(pad_rows(halfwidths, cap), dtype))
-    scalars = dict(rtol=jnp.asarray(rtol, dtype), atol=jnp.asarray(atol, dtype),
-                   share=jnp.asarray(share, dtype))
-    retired_value = jnp.zeros((integrand.n_components,), dtype)
-    retired_error = jnp.zeros((integrand.n_components,), dtype)
-    ones = jnp.ones((integrand.n_components,), dtype)
-    est = evaluate_buffer(*state, jnp.int32(count), ones,
-                          chunk=chunk_for(cap, npts, chunk_points), **static)
-    half = jnp.zeros((cap // 2,), jnp.int32)
-    state, plan = _insert(*state, est.value, est.error, est.split_axis, half, *state,
-                          est.value, est.error, est.split_axis, jnp.int32(count), jnp.int32(0),
-                          jnp.bool_(True), retired_value, retired_error, **scalars,
-                          is_complex=integrand.is_complex)
-    bad = est.nonfinite
-    evaluations = count * npts
-    nonfinite = 0
-    retired_regions = 0
-    iterations = 0
-    n9 = make_rule("dcuhre9", ndim).n_points if use_global else 0
-    sweeps = sweep_evaluations = swept_count = 0
-    next_sweep, ratio, glob, validated = GLOBAL_FIRST_SWEEP, None, None, False
+    name: ClassVar[str] = METHOD
+    memory_limit: int | None = None
+    precision: str = "float64"
+    share: float = 0.5
+    min_split: int = 64
+    max_iterations: int = 100_000
+    initial_divisions: int = 1
+    rule: str = "genz_malik"
+    error_estimate: str = "local"
+    stop_on_nonfinite: bool = False
+    boundary_check: bool = True
 
-    def sweep():
-        """Degree-9 sweep of the live regions: (value, error) of the global estimate."""
-        nonlocal evaluations, sweeps, sweep_evaluations, swept_count, nonfinite
-        est9 = evaluate_buffer(state[0], state[1], jnp.int32(count), plan.weights,
-                               chunk=chunk_for(cap, n9, chunk_points), **dict(static, rule="dcuhre9"))
-        out = _global_estimate(state[2], state[3], est9.value, jnp.int32(count), retired_value,
-                               retired_error, jnp.asarray(GLOBAL_RHO, dtype),
-                               jnp.asarray(GLOBAL_SAFETY, dtype))
-        value_g, error_g, bad9 = jax.device_get((out[0], out[1], est9.nonfinite))
-        nonfinite += int(bad9)
-        evaluations += count * n9
-        sweep_evaluations += count * n9
-        sweeps += 1
-        swept_count = count
-        return np.asarray(value_g, np.float64), np.asarray(error_g, np.float64)
+    def integrate_box(self, f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                      atol: float = base.DEFAULT_ATOL,
+                      max_evals: int = base.DEFAULT_MAX_EVALS) -> base.IntegrationResult:
+        """Integrate ``f`` over the box ``[lower, upper]``.
 
-    while True:
-        total_value, total_error, wanted, bad_host = jax.device_get(
-            (plan.total_value, plan.total_error, plan.wanted, bad))
-        nonfinite += int(bad_host)
-        if stop_on_nonfinite and nonfinite:
-            stop = f"stopped at the first non-finite values (step {iterations})"
-            break
-        total_value = np.asarray(total_value, np.float64)
-        total_error = np.asarray(total_error, np.float64)
-        requested = requested_tolerance(total_value, rtol, atol, integrand)
+        ``f``: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
+        complex, traceable by JAX (the same function, or a
+        :class:`~loopint.engines.base.BoundIntegrand` of it, reuses the compiled steps).
+        Stops when ``|error| <= max(atol, rtol·|value|)`` in every component; a step that
+        would exceed ``max_evals`` integrand points is not taken.
+        """
+        run = base.checks_boundary(self._integrate_box)
+        return run(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                   boundary_check=self.boundary_check)
+
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        t0 = time.perf_counter()
+        if not 0 < self.share <= 1:
+            raise ValueError(f"share must be in (0, 1], got {self.share}")
+        if self.error_estimate not in ERROR_ESTIMATES:
+            raise ValueError(f"error_estimate must be one of {ERROR_ESTIMATES}, "
+                             f"got {self.error_estimate!r}")
+        problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                                  precision=self.precision, rule=self.rule,
+                                  memory_limit=self.memory_limit,
+                                  default_regions=default_max_regions())
+        if self.error_estimate == "global" and (self.rule != "genz_malik" or problem.ndim < 2):
+            raise ValueError("error_estimate='global' sweeps with the degree-9 rule: it needs "
+                             f"rule='genz_malik' and ndim >= 2 (got rule={self.rule!r}, "
+                             f"ndim={problem.ndim})")
+        run = _Run.start(self, problem, rtol, atol, max_evals)
+        return run.result(run.loop(), t0)
+
+
+def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
+                  **options) -> base.IntegrationResult:
+    """``Cubature(**options).integrate_box(f, lower, upper, ...)``."""
+    return Cubature(**options).integrate_box(f, lower, upper, rtol=rtol, atol=atol,
+                                             max_evals=max_evals)
+
+
+# ---------------------------------------------------------------------------------------
+# The host loop
+
+
+@dataclasses.dataclass
+class _Sweeps:
+    """Bookkeeping of the global estimate: degree-9 points per region (0 with the local
+    estimate), sweeps taken, their evaluations, the live count at the last one, the count
+    that triggers the next, the ratio of global to local error seen at the last one, its
+    ``(value, error)`` (float64) and whether the sweep before covered it."""
+
+    points: int
+    count: int = 0
+    evaluations: int = 0
+    swept_regions: int = 0
+    next_at: int = GLOBAL_FIRST_SWEEP
+    ratio: float | None = None
+    estimate: tuple | None = None
+    validated: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class _Run:
+    """One run between its jitted steps: the device buffers ``(centers, halfwidths, value,
+    error, axis)`` and :class:`Plan`, the retired regions' sums, the host's counters and
+    the totals last read from the device."""
+
+    engine: Cubature
+    problem: regions.RegionProblem
+    rtol: float
+    atol: float
+    max_evals: int
+    progress: regions.Progress
+    sweeps: _Sweeps
+    scalars: dict
+    buffers: tuple
+    plan: Plan
+    bad: jax.Array               # non-finite values of the last evaluation
+    retired_value: jax.Array
+    retired_error: jax.Array
+    retired_regions: int = 0
+    total_value: np.ndarray | None = None
+    total_error: np.ndarray | None = None
+
+    @classmethod
+    def start(cls, engine: Cubature, problem: regions.RegionProblem, rtol: float, atol: float,
+              max_evals: int) -> "_Run":
+        """Evaluate the initial grid and plan the first step."""
+        dtype, m = problem.dtype, problem.integrand.n_components
+        grid, count, cap = problem.initial_grid(engine.initial_divisions, max_evals)
+        scalars = dict(rtol=jnp.asarray(rtol, dtype), atol=jnp.asarray(atol, dtype),
+                       share=jnp.asarray(engine.share, dtype))
+        retired_value = jnp.zeros((m,), dtype)
+        retired_error = jnp.zeros((m,), dtype)
+        est = problem.evaluate(*grid, count, jnp.ones((m,), dtype), cap)
+        half = jnp.zeros((cap // 2,), jnp.int32)
+        buffers, plan = _insert(*grid, est.value, est.error, est.split_axis, half, *grid,
+                                est.value, est.error, est.split_axis, jnp.int32(count),
+                                jnp.int32(0), jnp.bool_(True), retired_value, retired_error,
+                                **scalars, is_complex=problem.integrand.is_complex)
+        n9 = (make_rule("dcuhre9", problem.ndim).n_points
+              if engine.error_estimate == "global" else 0)
+        return cls(engine, problem, rtol, atol, int(max_evals),
+                   regions.Progress(regions=count, capacity=cap,
+                                    evaluations=count * problem.points_per_region),
+                   _Sweeps(points=n9), scalars, buffers, plan, est.nonfinite, retired_value,
+                   retired_error)
+
+    def loop(self) -> str:
+        """Bisect until a stop; returns the stop's status."""
+        while True:
+            wanted = self._read_totals()
+            stop = self._stop()
+            if stop is None:
+                stop = self._step(wanted)
+            if stop is not None:
+                return stop
+
+    def _read_totals(self) -> int:
+        """Read the totals and non-finite count; returns the regions the plan wants split."""
+        plan = self.plan
+        total_value, total_error, wanted, bad = jax.device_get(
+            (plan.total_value, plan.total_error, plan.wanted, self.bad))
+        self.progress.nonfinite += int(bad)
+        self.total_value = np.asarray(total_value, np.float64)
+        self.total_error = np.asarray(total_error, np.float64)
+        return int(wanted)
+
+    def _requested(self) -> float:
+        return self.problem.requested(self.total_value, self.rtol, self.atol)
+
+    def _budget_regions(self) -> int:
+        """Regions the remaining budget can split (with room for a final sweep)."""
+        p, n9 = self.progress, self.sweeps.points
+        return ((self.max_evals - p.evaluations - p.regions * n9)
+                // (2 * self.problem.points_per_region + n9))
+
+    def _stop(self) -> str | None:
+        """The status if the run ends before the next step, else None."""
+        p = self.progress
+        if self.engine.stop_on_nonfinite and p.nonfinite:
+            return f"stopped at the first non-finite values (step {p.iterations})"
         # Judge convergence only after a bisection step with two-level errors: a lone
         # rule application can report an optimistic error.
-        if iterations >= 1 and base.real_tolerance_met(total_value, total_error, rtol, atol,
-                                                       integrand):
-            stop = base.CONVERGED
-            break
-        if use_global and iterations >= 1 and evaluations + count * n9 <= max_evals:
-            predicted = ratio is not None and count >= 1.5 * swept_count and \
-                base.real_tolerance_met(total_value, ratio * total_error, rtol, atol, integrand)
-            if count >= next_sweep or predicted:
-                previous, glob = glob, sweep()
-                next_sweep = 4 * count
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio = float(np.nanmax(np.where(total_error > 0, glob[1] / total_error, 0)))
-                validated = _covers(previous, glob)
-                if validated and base.real_tolerance_met(*glob, rtol, atol, integrand):
-                    stop = base.CONVERGED
-                    break
-        if iterations >= max_iterations:
-            stop = base.status_not_converged(base.MAX_ITERATIONS, evaluations, total_error,
-                                             requested)
-            break
-        # (global estimate: room is kept for a final sweep of the grown partition)
-        budget_regions = (max_evals - evaluations - count * n9) // (2 * npts + n9)
-        if budget_regions < 1:
-            stop = base.status_not_converged(base.MAX_EVALS, evaluations, total_error, requested)
-            break
-        split = min(max(int(wanted), min(min_split, count)), count, budget_regions)
-        if max_regions - count < max(1, split // 2):
-            state, kept, rv, re = _retire(*state, jnp.int32(count), plan.weights,
-                                          plan.targets, retired_error)
-            kept = int(kept)
-            freed = count - kept
-            # the retired sums are kept either way: the compacted state is what remains
-            retired_value, retired_error = retired_value + rv, retired_error + re
-            retired_regions += freed
-            count = kept
-            if freed < max(1, (count + freed) // 4):
-                stop = (f"{base.MEMORY_LIMIT}: {count + freed} regions (max_regions="
-                        f"{max_regions}); retiring small-error regions within a quarter of the "
-                        f"remaining error budget would free only {freed}; error "
-                        f"{np.max(np.abs(total_error)):.3g} > requested {requested:.3g}")
-                break
-        split = min(split, max_regions - count)
-        if count + split > cap:
-            cap = min(capacity_for(count + split), top_cap)
-            state = _grow(state, rows=cap)
-        split = min(split, cap // 2, cap - count)
-        parents, child_c, child_h = _children(state[0], state[1], state[3], state[4],
-                                              jnp.int32(count), jnp.int32(split), plan.weights)
-        est = evaluate_buffer(child_c, child_h, jnp.int32(2 * split), plan.weights,
-                              chunk=chunk_for(cap, npts, chunk_points), **static)
-        state, plan = _insert(*state, parents, child_c, child_h, est.value, est.error,
-                              est.split_axis, jnp.int32(count), jnp.int32(split),
-                              jnp.bool_(False), retired_value, retired_error, **scalars,
-                              is_complex=integrand.is_complex)
-        bad = est.nonfinite
-        evaluations += 2 * split * npts
-        count += split
-        iterations += 1
+        if p.iterations >= 1 and self.problem.met(self.total_value, self.total_error,
+                                                  self.rtol, self.atol):
+            return base.CONVERGED
+        if self._global_converged():
+            return base.CONVERGED
+        if p.iterations >= self.engine.max_iterations:
+            return p.not_converged(base.MAX_ITERATIONS, self.total_error, self._requested())
+        if self._budget_regions() < 1:
+            return p.not_converged(base.MAX_EVALS, self.total_error, self._requested())
+        return None
 
-    estimate, local_error = "local", total_error
-    if use_global and stop != base.CONVERGED and count > swept_count \
-            and evaluations + count * n9 <= max_evals:
-        previous, glob = glob, sweep()
-        validated = _covers(previous, glob)
-    if glob is not None and validated:
-        # per component the smaller estimate, with its own value (each pair is honest)
-        use = glob[1] < total_error
-        if stop == base.CONVERGED and not base.real_tolerance_met(
-                total_value, total_error, rtol, atol, integrand):
-            use = np.ones_like(use)          # converged on the global estimate
-        total_value = np.where(use, glob[0], total_value)
-        total_error = np.where(use, glob[1], total_error)
-        estimate = "global" if np.all(use) else ("local" if not np.any(use) else "mixed")
-        if stop != base.CONVERGED and np.any(use):
-            stop += (f"; the global error estimate ({np.max(np.abs(glob[1])):.3g}) is "
-                     f"reported where smaller")
-    converged, status = base.final_status(stop, nonfinite)
-    return base.IntegrationResult(
-        value=integrand.unpack(total_value),
-        error=base.complex_error(total_error, integrand),
-        converged=converged, status=status, evaluations=int(evaluations),
-        seconds=time.perf_counter() - t0, method=METHOD,
-        info={"regions": int(count), "iterations": iterations, "nonfinite": nonfinite,
-              "retired_regions": retired_regions, "capacity": cap,
-              "points_per_region": npts, "ndim": ndim, "precision": precision, "rule": rule,
-              "error_estimate": estimate, "local_error": base.complex_error(local_error, integrand),
-              "sweeps": sweeps,
-              "sweep_evaluations": int(sweep_evaluations)})
+    def _global_converged(self) -> bool:
+        """Take a sweep when one is due (module docstring); whether its validated
+        estimate meets the tolerance."""
+        p, sw = self.progress, self.sweeps
+        if not (sw.points and p.iterations >= 1
+                and p.evaluations + p.regions * sw.points <= self.max_evals):
+            return False
+        predicted = (sw.ratio is not None and p.regions >= 1.5 * sw.swept_regions
+                     and self.problem.met(self.total_value, sw.ratio * self.total_error,
+                                          self.rtol, self.atol))
+        if not (p.regions >= sw.next_at or predicted):
+            return False
+        self._sweep()
+        sw.next_at = 4 * p.regions
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sw.ratio = float(np.nanmax(np.where(self.total_error > 0,
+                                                sw.estimate[1] / self.total_error, 0)))
+        return sw.validated and self.problem.met(*sw.estimate, self.rtol, self.atol)
+
+    def _sweep(self) -> None:
+        """Degree-9 sweep of the live regions: the global estimate, checked against the
+        previous one (:func:`_covers`)."""
+        p, sw, b = self.progress, self.sweeps, self.buffers
+        est9 = self.problem.evaluate(b[0], b[1], p.regions, self.plan.weights, p.capacity,
+                                     rule="dcuhre9")
+        dtype = self.problem.dtype
+        out = _global_estimate(b[2], b[3], est9.value, jnp.int32(p.regions),
+                               self.retired_value, self.retired_error,
+                               jnp.asarray(GLOBAL_RHO, dtype), jnp.asarray(GLOBAL_SAFETY, dtype))
+        value_g, error_g, bad9 = jax.device_get((out[0], out[1], est9.nonfinite))
+        p.nonfinite += int(bad9)
+        p.evaluations += p.regions * sw.points
+        sw.evaluations += p.regions * sw.points
+        sw.count += 1
+        sw.swept_regions = p.regions
+        previous = sw.estimate
+        sw.estimate = (np.asarray(value_g, np.float64), np.asarray(error_g, np.float64))
+        sw.validated = _covers(previous, sw.estimate)
+
+    def _step(self, wanted: int) -> str | None:
+        """Split the planned regions, making room first; a ``memory_limit`` status when
+        retiring regions frees too little."""
+        p, e = self.progress, self.engine
+        max_regions = self.problem.max_regions
+        split = min(max(wanted, min(e.min_split, p.regions)), p.regions, self._budget_regions())
+        if max_regions - p.regions < max(1, split // 2):
+            stop = self._retire()
+            if stop is not None:
+                return stop
+        split = min(split, max_regions - p.regions)
+        if p.regions + split > p.capacity:
+            p.capacity = self.problem.capacity(p.regions + split)
+            self.buffers = _grow(self.buffers, rows=p.capacity)
+        self._bisect(min(split, p.capacity // 2, p.capacity - p.regions))
+        return None
+
+    def _retire(self) -> str | None:
+        """Move the smallest-error regions into the retired sums (:func:`_retire`)."""
+        p = self.progress
+        before = p.regions
+        self.buffers, kept, rv, re = _retire(*self.buffers, jnp.int32(before),
+                                             self.plan.weights, self.plan.targets,
+                                             self.retired_error)
+        p.regions = int(kept)
+        freed = before - p.regions
+        # the retired sums are kept either way: the compacted buffers are what remains
+        self.retired_value, self.retired_error = self.retired_value + rv, self.retired_error + re
+        self.retired_regions += freed
+        if freed < max(1, before // 4):
+            return (f"{base.MEMORY_LIMIT}: {before} regions of the {self.problem.max_regions} "
+                    "that memory_limit holds; retiring small-error regions within a quarter "
+                    f"of the remaining error budget would free only {freed}; error "
+                    f"{np.max(np.abs(self.total_error)):.3g} > requested "
+                    f"{self._requested():.3g}")
+        return None
+
+    def _bisect(self, split: int) -> None:
+        """Bisect ``split`` regions, evaluate the children, insert them (one step)."""
+        p, b, plan = self.progress, self.buffers, self.plan
+        parents, child_c, child_h = _children(b[0], b[1], b[3], b[4], jnp.int32(p.regions),
+                                              jnp.int32(split), plan.weights)
+        est = self.problem.evaluate(child_c, child_h, 2 * split, plan.weights, p.capacity)
+        self.buffers, self.plan = _insert(
+            *b, parents, child_c, child_h, est.value, est.error, est.split_axis,
+            jnp.int32(p.regions), jnp.int32(split), jnp.bool_(False), self.retired_value,
+            self.retired_error, **self.scalars, is_complex=self.problem.integrand.is_complex)
+        self.bad = est.nonfinite
+        p.evaluations += 2 * split * self.problem.points_per_region
+        p.regions += split
+        p.iterations += 1
+
+    def result(self, stop: str, t0: float) -> base.IntegrationResult:
+        """The result, with the global estimate where it is validated and smaller."""
+        p, sw = self.progress, self.sweeps
+        total_value, total_error, estimate = self.total_value, self.total_error, "local"
+        if sw.points and stop != base.CONVERGED and p.regions > sw.swept_regions \
+                and p.evaluations + p.regions * sw.points <= self.max_evals:
+            self._sweep()
+        if sw.estimate is not None and sw.validated:
+            # per component the smaller estimate, with its own value (each pair is honest)
+            use = sw.estimate[1] < total_error
+            if stop == base.CONVERGED and not self.problem.met(total_value, total_error,
+                                                               self.rtol, self.atol):
+                use = np.ones_like(use)          # converged on the global estimate
+            total_value = np.where(use, sw.estimate[0], total_value)
+            total_error = np.where(use, sw.estimate[1], total_error)
+            estimate = "global" if np.all(use) else ("local" if not np.any(use) else "mixed")
+            if stop != base.CONVERGED and np.any(use):
+                stop += (f"; the global error estimate ({np.max(np.abs(sw.estimate[1])):.3g})"
+                         " is reported where smaller")
+        info = {"retired_regions": self.retired_regions, "error_estimate": estimate,
+                "local_error": base.complex_error(self.total_error, self.problem.integrand),
+                "sweeps": sw.count, "sweep_evaluations": int(sw.evaluations)}
+        return regions.region_result(self.problem, p, method=METHOD, stop=stop,
+                                     total_value=total_value, total_error=total_error, t0=t0,
+                                     info=info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,23 +568,3 @@ def _retire(centers, halfwidths, value, error, axis, count, weights, targets, re
     return state, jnp.sum(keep), rv, re
 
 
-@dataclasses.dataclass(frozen=True)
-class Cubature(base.Engine):
-    """Adaptive Genz-Malik cubature (:func:`integrate_box`)."""
-
-    name: ClassVar[str] = METHOD
-    max_regions: int | None = None
-    precision: str = "float64"
-    share: float = 0.5
-    min_split: int = 64
-    max_iterations: int = 100000
-    chunk_points: int = 2**21
-    initial_divisions: int = 1
-    rule: str = "genz_malik"
-    error_estimate: str = "local"
-    stop_on_nonfinite: bool = False
-    boundary_check: bool = True
-
-    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                             **self.options())

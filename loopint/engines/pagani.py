@@ -1,6 +1,6 @@
 """PAGANI: breadth-first parallel adaptive cubature (Sakiotis et al., SC'21 = seed 001).
 
-Seed 001 Algorithm 2, with the Genz–Malik 7/5 rule of :mod:`loopint.engines.genz_malik`
+Seed 001 Algorithm 2, with the Genz–Malik 7/5 rule of :mod:`loopint.engines.rules.genz_malik`
 (``rule="dcuhre9"``: the degree-9 rule with null rules that the authors' code uses):
 
 1. split the box uniformly into ``d^n`` regions (``d`` = 4 for n <= 4, 2 for n <= 10, else 1,
@@ -17,8 +17,9 @@ Seed 001 Algorithm 2, with the Genz–Malik 7/5 rule of :mod:`loopint.engines.ge
    ``relerr_filtering=False``.  As a guard, the classification is dropped for an iteration
    in which it would commit more error than the whole tolerance;
 5. *threshold classification* (section 3.5.2–3.5.3, Algorithm 3) when memory would run out
-   (``2·active > memory_limit_regions``) or when the estimate's leading ``log10(1/rtol)``
-   digits have stopped changing (the last three totals agree within the tolerance): regions are finished in increasing order of error while
+   (``2·active`` above the regions that ``memory_limit`` holds) or when the estimate's
+   leading ``log10(1/rtol)`` digits have stopped changing (the last three totals agree
+   within the tolerance): regions are finished in increasing order of error while
    their summed error stays within ``P`` times the remaining error budget, and the step is
    accepted only if at least half of the regions of the iteration are then finished (the
    50% memory rule).  ``P`` starts at 25% and is relaxed by 10% up to 95%, as the paper
@@ -37,9 +38,10 @@ fourth differences by ``1/τ_k``.  Non-finite integrand values are counted
 (``info["nonfinite"]``), replaced by 0, and make the status ``nonfinite: ...``.
 
 Each iteration is three jitted calls on device-resident buffers of a fixed size from the
-ladder ``512·8^k``: :func:`~loopint.engines.genz_malik.evaluate_buffer` (shared with the
+ladder ``512·8^k``: :func:`~loopint.engines.regions.evaluate_buffer` (shared with the
 cubature engine), :func:`_post_process` and :func:`_filter_split`
-(:func:`_threshold_classify` when triggered); the host reads a few sums per iteration.
+(:func:`_threshold_classify` when triggered); the host loop (:class:`_Run`) reads a few sums
+per iteration.
 """
 
 from __future__ import annotations
@@ -53,188 +55,254 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..precision import real_dtype
-from . import base
-from .genz_malik import (capacity_for, chunk_for, component_weights,
-                         evaluate_buffer, make_rule, pad_rows, pow2_ceil, priority,
-                         requested_tolerance, smallest_within, tolerance_targets,
-                         two_level_error, uniform_grid)
+from . import base, regions
+from .regions import component_weights, priority, smallest_within, tolerance_targets
+from .rules.genz_malik import two_level_error
 
 METHOD = "pagani"
+MAX_REGIONS = 2**22       # regions held at once with memory_limit=None
 BUDGET_FRACTIONS = (0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)   # seed 001 §3.5.3
 
 
-@base.checks_boundary
-def integrate_box(f: Callable, lower, upper, *, rtol: float = 1e-6, atol: float = 0.0,
-                  max_evals: int = 10**8, max_regions: int | None = None,
-                  precision: str = "float64", relerr_filtering: bool = True,
-                  memory_limit_regions: int = 2**22, max_iterations: int = 200,
-                  chunk_points: int = 2**21, initial_divisions: int | None = None,
-                  rule: str = "genz_malik") -> base.IntegrationResult:
-    """Integrate ``f`` over the box ``[lower, upper]`` with PAGANI (seed 001).
+@dataclasses.dataclass(frozen=True)
+class Pagani(base.Engine):
+    """PAGANI, seed 001 (module docstring).
 
-    Args:
-        f: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
-            complex, traceable by JAX.  The same function object reuses compiled steps.
-        lower, upper: box corners, shape ``(d,)``.
-        rtol, atol: stop when ``|error| <= max(atol, rtol·|value|)`` in every component.
-        max_evals: integrand-point budget; an iteration that would exceed it is not run.
-        max_regions: alias of ``memory_limit_regions`` (the common engine keyword).
+    Options:
+        memory_limit: bytes of device memory the engine may use for its buffers (regions,
+            sample chunks); ``memory_limit //``
+            :data:`~loopint.engines.regions.BYTES_PER_REGION` regions are held at once.
+            None: automatic, :data:`MAX_REGIONS` regions and 2^21 integrand points per call.
         precision: ``"float64"`` (default) or ``"float32"``.
         relerr_filtering: finish regions whose own relative error meets ``rtol``
             (section 3.5.1); turn off for integrands that change sign.
-        memory_limit_regions: most regions held in memory (an artificial limit lets tests
-            force the memory path).
         max_iterations: cap on iterations (each one bisects every active region).
-        chunk_points: most integrand points per integrand call.
-        initial_divisions: cells per axis of the initial uniform split.
+        initial_divisions: cells per axis of the initial uniform split (None: 4, 2 or 1 by
+            dimension, reduced until the grid fits ``memory_limit`` and ``max_evals``).
         rule: ``"genz_malik"`` (degree 7/5, default) or ``"dcuhre9"`` (degree 9 with null
             rules, the rule of the authors' code; ``d >= 2``).
+        boundary_check: probe the integrand near the faces after the run
+            (:func:`~loopint.engines.base.checks_boundary`).
 
-    Returns:
-        :class:`~loopint.engines.base.IntegrationResult`; ``info`` has ``regions`` (active
-        at the end), ``iterations``, ``nonfinite``, ``finished_regions``,
-        ``threshold_filterings``, ``history`` (per iteration: regions, value, error).
+    :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
+    ``info`` has ``regions`` (active at the end), ``iterations``, ``nonfinite``,
+    ``finished_regions``, ``threshold_filterings``, ``relerr_classification_dropped``,
+    ``initial_divisions`` and ``history`` (per iteration: regions, value, error).
     """
-    t0 = time.perf_counter()
-    base.check_tolerances(rtol, atol, max_evals)
-    if max_regions is not None:
-        memory_limit_regions = int(max_regions)
-    if memory_limit_regions < 2:
-        raise ValueError(f"memory_limit_regions must be >= 2, got {memory_limit_regions}")
-    ndim = max(np.size(lower), np.size(upper))
-    lo, hi = base.box(lower, upper, ndim)
-    dtype = real_dtype(precision)
-    integrand = base.normalize_integrand(f, ndim, dtype)
-    m = integrand.n_components
-    npts = make_rule(rule, ndim).n_points
-    static = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
-                  rule=rule)
 
-    if initial_divisions is None:
-        initial_divisions = 4 if ndim <= 4 else 2 if ndim <= 10 else 1
-    d = int(initial_divisions)
-    while d > 1 and (d**ndim > memory_limit_regions or d**ndim * npts > max_evals):
-        d -= 1
-    centers, halfwidths = uniform_grid(lo, hi, d)
-    s = centers.shape[0]
-    if s * npts > max_evals:
-        raise ValueError(f"max_evals={max_evals} is below one rule application "
-                         f"({npts} points)")
-    top_cap = min(capacity_for(memory_limit_regions), pow2_ceil(memory_limit_regions))
-    cap = min(capacity_for(s), top_cap)
-    chunk = chunk_for(cap, npts, chunk_points)
-    state = (jnp.asarray(pad_rows(centers, cap), dtype),
-             jnp.asarray(pad_rows(halfwidths, cap), dtype),
-             jnp.zeros((cap, m), dtype))                      # parents' values
-    rt = jnp.asarray(rtol, dtype)
-    finished_value = np.zeros(m)
-    finished_error = np.zeros(m)
-    weights = np.ones(m)
-    evaluations = 0
-    nonfinite = 0
-    finished_regions = 0
-    threshold_filterings = 0
-    relerr_dropped = 0
-    history = []
-    totals = []
-    digits_settled = False
-    it = 0
-    stop = None
-    total_value = np.zeros(m)
-    total_error = np.full(m, np.inf)
-    while True:
-        requested = requested_tolerance(total_value, rtol, atol, integrand)
-        if it >= max_iterations:
-            stop = base.status_not_converged(base.MAX_ITERATIONS, evaluations, total_error,
-                                             requested)
-            break
-        if evaluations + s * npts > max_evals:
-            stop = base.status_not_converged(base.MAX_EVALS, evaluations, total_error,
-                                             requested)
-            break
-        est = evaluate_buffer(state[0], state[1], jnp.int32(s), jnp.asarray(weights, dtype),
-                              chunk=chunk, **static)
-        ev = _post_process(est.value, est.error, est.split_axis, est.nonfinite, state[2],
-                           jnp.int32(s), jnp.bool_(it == 0),
-                           jnp.bool_(relerr_filtering and it > 0), rt)
-        evaluations += s * npts
-        (v_sum, e_sum, v_rel, e_rel, n_active, bad) = jax.device_get(
-            (ev.value_sum, ev.error_sum, ev.relerr_value, ev.relerr_error, ev.n_active,
-             ev.nonfinite))
-        nonfinite += int(bad)
-        total_value = finished_value + np.asarray(v_sum, np.float64)
-        total_error = finished_error + np.asarray(e_sum, np.float64)
-        history.append((s, integrand.unpack(total_value), integrand.unpack(total_error)))
-        totals.append(total_value)
-        it += 1
-        # Convergence is judged on two-level errors only: the first iteration's raw rule
-        # errors can be optimistic (e.g. the degree-9 null-rule estimate on f7 in 8-D).
-        if it >= 2 and base.real_tolerance_met(total_value, total_error, rtol, atol,
-                                               integrand):
-            stop = base.CONVERGED
-            break
-        targets = _targets_np(total_value, rtol, atol, integrand)
-        weights = _weights_np(targets)
+    name: ClassVar[str] = METHOD
+    memory_limit: int | None = None
+    precision: str = "float64"
+    relerr_filtering: bool = True
+    max_iterations: int = 200
+    initial_divisions: int | None = None
+    rule: str = "genz_malik"
+    boundary_check: bool = True
+
+    def integrate_box(self, f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                      atol: float = base.DEFAULT_ATOL,
+                      max_evals: int = base.DEFAULT_MAX_EVALS) -> base.IntegrationResult:
+        """Integrate ``f`` over the box ``[lower, upper]``.
+
+        ``f``: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
+        complex, traceable by JAX (the same function, or a
+        :class:`~loopint.engines.base.BoundIntegrand` of it, reuses the compiled steps).
+        Stops when ``|error| <= max(atol, rtol·|value|)`` in every component; an iteration
+        that would exceed ``max_evals`` integrand points is not run.
+        """
+        run = base.checks_boundary(self._integrate_box)
+        return run(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                   boundary_check=self.boundary_check)
+
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
+        t0 = time.perf_counter()
+        problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
+                                  precision=self.precision, rule=self.rule,
+                                  memory_limit=self.memory_limit, default_regions=MAX_REGIONS)
+        run = _Run.start(self, problem, rtol, atol, max_evals)
+        return run.result(run.loop(), t0)
+
+    def divisions(self, problem: regions.RegionProblem, max_evals: int) -> int:
+        """Cells per axis of the initial grid: the option or the authors' choice, reduced
+        until the grid fits in memory and one rule application in ``max_evals``."""
+        ndim = problem.ndim
+        d = self.initial_divisions
+        if d is None:
+            d = 4 if ndim <= 4 else 2 if ndim <= 10 else 1
+        d = int(d)
+        while d > 1 and (d**ndim > problem.max_regions
+                         or d**ndim * problem.points_per_region > max_evals):
+            d -= 1
+        return d
+
+
+def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
+                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
+                  **options) -> base.IntegrationResult:
+    """``Pagani(**options).integrate_box(f, lower, upper, ...)``."""
+    return Pagani(**options).integrate_box(f, lower, upper, rtol=rtol, atol=atol,
+                                           max_evals=max_evals)
+
+
+# ---------------------------------------------------------------------------------------
+# The host loop
+
+
+@dataclasses.dataclass(eq=False)
+class _Run:
+    """One run between its jitted steps: the device buffers ``(centers, halfwidths,
+    parent_value)``, the component weights, the finished regions' sums, the host's counters,
+    the totals and their history."""
+
+    engine: Pagani
+    problem: regions.RegionProblem
+    rtol: float
+    atol: float
+    max_evals: int
+    progress: regions.Progress
+    divisions: int
+    buffers: tuple
+    weights: np.ndarray
+    finished_value: np.ndarray
+    finished_error: np.ndarray
+    total_value: np.ndarray
+    total_error: np.ndarray
+    finished_regions: int = 0
+    threshold_filterings: int = 0
+    relerr_dropped: int = 0
+    digits_settled: bool = False
+    history: list = dataclasses.field(default_factory=list)
+    totals: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def start(cls, engine: Pagani, problem: regions.RegionProblem, rtol: float, atol: float,
+              max_evals: int) -> "_Run":
+        """The initial grid (:meth:`Pagani.divisions`) in a buffer, nothing evaluated yet."""
+        m, dtype = problem.integrand.n_components, problem.dtype
+        d = engine.divisions(problem, max_evals)
+        grid, count, cap = problem.initial_grid(d, max_evals)
+        buffers = grid + (jnp.zeros((cap, m), dtype),)          # parents' values
+        return cls(engine, problem, rtol, atol, int(max_evals),
+                   regions.Progress(regions=count, capacity=cap), d, buffers, np.ones(m),
+                   np.zeros(m), np.zeros(m), np.zeros(m), np.full(m, np.inf))
+
+    def loop(self) -> str:
+        """Iterate until a stop; returns the stop's status."""
+        p = self.progress
+        while True:
+            requested = self.problem.requested(self.total_value, self.rtol, self.atol)
+            if p.iterations >= self.engine.max_iterations:
+                return p.not_converged(base.MAX_ITERATIONS, self.total_error, requested)
+            if p.evaluations + p.regions * self.problem.points_per_region > self.max_evals:
+                return p.not_converged(base.MAX_EVALS, self.total_error, requested)
+            ev, n_active, e_rel = self._evaluate()
+            # Convergence is judged on two-level errors only: the first iteration's raw rule
+            # errors can be optimistic (e.g. the degree-9 null-rule estimate on f7 in 8-D).
+            if p.iterations >= 2 and self.problem.met(self.total_value, self.total_error,
+                                                      self.rtol, self.atol):
+                return base.CONVERGED
+            active, a, stop = self._classify(ev, n_active, e_rel)
+            if stop is None and a == 0:
+                stop = (f"{base.ROUNDOFF}: every region is finished but the summed error "
+                        f"{np.max(np.abs(self.total_error)):.3g} exceeds the requested "
+                        f"{self._requested():.3g} (cancellation between regions; use "
+                        "relerr_filtering=False)")
+            if stop is not None:
+                return stop
+            self._filter_split(ev, active, a)
+
+    def _requested(self) -> float:
+        return self.problem.requested(self.total_value, self.rtol, self.atol)
+
+    def _evaluate(self):
+        """Evaluate every region, two-level errors, relative-error classification, totals.
+
+        Returns the :class:`IterationEstimates`, the number of regions left active and the
+        error of those finished by relative error (host)."""
+        p, b, e = self.progress, self.buffers, self.engine
+        dtype = self.problem.dtype
+        est = self.problem.evaluate(b[0], b[1], p.regions, jnp.asarray(self.weights, dtype),
+                                    p.capacity)
+        ev = _post_process(est.value, est.error, est.split_axis, est.nonfinite, b[2],
+                           jnp.int32(p.regions), jnp.bool_(p.iterations == 0),
+                           jnp.bool_(e.relerr_filtering and p.iterations > 0),
+                           jnp.asarray(self.rtol, dtype))
+        p.evaluations += p.regions * self.problem.points_per_region
+        v_sum, e_sum, e_rel, n_active, bad = jax.device_get(
+            (ev.value_sum, ev.error_sum, ev.relerr_error, ev.n_active, ev.nonfinite))
+        p.nonfinite += int(bad)
+        self.total_value = self.finished_value + np.asarray(v_sum, np.float64)
+        self.total_error = self.finished_error + np.asarray(e_sum, np.float64)
+        n = self.problem.integrand
+        self.history.append((p.regions, n.unpack(self.total_value), n.unpack(self.total_error)))
+        self.totals.append(self.total_value)
+        p.iterations += 1
+        return ev, int(n_active), np.asarray(e_rel, np.float64)
+
+    def _classify(self, ev: IterationEstimates, a: int, e_rel: np.ndarray):
+        """Which regions stay active: relative-error classification with its guard, then
+        threshold classification when memory would run out or the digits have settled.
+
+        Returns ``(active, a, stop)``: the mask, its count and a ``memory_limit`` status
+        when the active regions cannot be bisected within memory (else None).
+        """
+        p, m = self.progress, self.problem.integrand.n_components
+        targets = _targets_np(self.total_value, self.rtol, self.atol, self.problem.integrand)
+        self.weights = _weights_np(targets)
         active = ev.active
-        a = int(n_active)
-        committed = finished_error + np.asarray(e_rel, np.float64)
-        if a < s and np.any(committed > targets):
+        if a < p.regions and np.any(self.finished_error + e_rel > targets):
             # Relative-error finishing would already exceed the tolerance (cancellation
             # between regions of opposite sign): keep every region active this iteration.
-            active = jnp.arange(cap) < s
-            a = s
+            active = jnp.arange(p.capacity) < p.regions
+            a = p.regions
             e_rel = np.zeros(m)
-            relerr_dropped += 1
-        digits_settled = digits_settled or _digits_settled(totals, targets)
-        if 2 * a > memory_limit_regions or digits_settled:
-            budget = np.maximum(targets - finished_error - np.asarray(e_rel, np.float64), 0)
-            th = _threshold_classify(ev.error, active, jnp.int32(s), jnp.asarray(weights, dtype),
-                                     jnp.asarray(budget, dtype))
-            ok, a_new = bool(th.success), int(th.n_active)
-            if ok:
-                active, a = th.active, a_new
-                threshold_filterings += 1
-            elif 2 * a > memory_limit_regions:
-                stop = (f"{base.MEMORY_LIMIT}: {s} regions evaluated, {a} still active and "
-                        f"bisecting them would exceed memory_limit_regions="
-                        f"{memory_limit_regions}; threshold classification found no set of "
-                        f"regions to finish within 95% of the remaining error budget; error "
-                        f"{np.max(np.abs(total_error)):.3g} > requested "
-                        f"{requested_tolerance(total_value, rtol, atol, integrand):.3g}")
-                break
-        if a == 0:
-            stop = (f"{base.ROUNDOFF}: every region is finished but the summed error "
-                    f"{np.max(np.abs(total_error)):.3g} exceeds the requested "
-                    f"{requested_tolerance(total_value, rtol, atol, integrand):.3g} (cancellation "
-                    f"between regions; use relerr_filtering=False)")
-            break
-        new_s = 2 * a
-        new_cap = min(capacity_for(new_s), top_cap)
-        if new_cap < cap and new_s * 64 > cap:
-            new_cap = cap          # shrink only when the list has become far smaller
-        state, fv, fe = _filter_split(state[0], state[1], ev.value, ev.error, ev.split_axis,
-                                      active, jnp.int32(s), rows=new_cap)
-        fv, fe = jax.device_get((fv, fe))
-        finished_value = finished_value + np.asarray(fv, np.float64)
-        finished_error = finished_error + np.asarray(fe, np.float64)
-        finished_regions += s - a
-        s, cap = new_s, new_cap
-        chunk = chunk_for(cap, npts, chunk_points)
+            self.relerr_dropped += 1
+        self.digits_settled = self.digits_settled or _digits_settled(self.totals, targets)
+        max_regions = self.problem.max_regions
+        if not (2 * a > max_regions or self.digits_settled):
+            return active, a, None
+        dtype = self.problem.dtype
+        budget = np.maximum(targets - self.finished_error - e_rel, 0)
+        th = _threshold_classify(ev.error, active, jnp.int32(p.regions),
+                                 jnp.asarray(self.weights, dtype), jnp.asarray(budget, dtype))
+        if bool(th.success):
+            self.threshold_filterings += 1
+            return th.active, int(th.n_active), None
+        if 2 * a > max_regions:
+            return active, a, (
+                f"{base.MEMORY_LIMIT}: {p.regions} regions evaluated, {a} still active and "
+                f"bisecting them would exceed the {max_regions} regions that memory_limit "
+                "holds; threshold classification found no set of regions to finish within "
+                f"95% of the remaining error budget; error "
+                f"{np.max(np.abs(self.total_error)):.3g} > requested {self._requested():.3g}")
+        return active, a, None
 
-    converged, status = base.final_status(stop, nonfinite)
-    return base.IntegrationResult(
-        value=integrand.unpack(total_value),
-        error=base.complex_error(total_error, integrand),
-        converged=converged, status=status, evaluations=int(evaluations),
-        seconds=time.perf_counter() - t0, method=METHOD,
-        info={"regions": int(s), "iterations": it, "nonfinite": nonfinite,
-              "finished_regions": finished_regions,
-              "threshold_filterings": threshold_filterings,
-              "relerr_classification_dropped": relerr_dropped,
-              "initial_divisions": d, "capacity": cap, "points_per_region": npts,
-              "ndim": ndim, "precision": precision, "rule": rule,
-              "history": [(int(n), v, e) for n, v, e in history]})
+    def _filter_split(self, ev: IterationEstimates, active, a: int) -> None:
+        """Finish the inactive regions, bisect the ``a`` active ones into a buffer sized for
+        them (shrunk only when the list has become far smaller)."""
+        p = self.progress
+        new_s = 2 * a
+        new_cap = self.problem.capacity(new_s)
+        if new_cap < p.capacity and new_s * 64 > p.capacity:
+            new_cap = p.capacity
+        b = self.buffers
+        self.buffers, fv, fe = _filter_split(b[0], b[1], ev.value, ev.error, ev.split_axis,
+                                             active, jnp.int32(p.regions), rows=new_cap)
+        fv, fe = jax.device_get((fv, fe))
+        self.finished_value = self.finished_value + np.asarray(fv, np.float64)
+        self.finished_error = self.finished_error + np.asarray(fe, np.float64)
+        self.finished_regions += p.regions - a
+        p.regions, p.capacity = new_s, new_cap
+
+    def result(self, stop: str, t0: float) -> base.IntegrationResult:
+        info = {"finished_regions": self.finished_regions,
+                "threshold_filterings": self.threshold_filterings,
+                "relerr_classification_dropped": self.relerr_dropped,
+                "initial_divisions": self.divisions,
+                "history": [(int(n), v, e) for n, v, e in self.history]}
+        return regions.region_result(self.problem, self.progress, method=METHOD, stop=stop,
+                                     total_value=self.total_value,
+                                     total_error=self.total_error, t0=t0, info=info)
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,7 +349,7 @@ def _post_process(est_value, est_error, split_axis, nonfinite, parent_value, s, 
 
     Regions ``i`` and ``i + s/2`` are the two halves of parent ``i`` (row ``i`` of
     ``parent_value``), as laid out by :func:`_filter_split`.  Independent of the integrand
-    (evaluation is :func:`~loopint.engines.genz_malik.evaluate_buffer`).
+    (evaluation is :func:`~loopint.engines.regions.evaluate_buffer`).
     """
     cap = est_value.shape[0]
     rows = jnp.arange(cap)
@@ -318,7 +386,7 @@ def _threshold_classify(error, active, s, weights, budget):
 
     Among the active regions, finish those of smallest normalised error
     ``max_k E_{r,k}/τ_k`` while their summed error stays within ``P·budget`` in every
-    component (:func:`~loopint.engines.genz_malik.smallest_within`, octave histograms), and
+    component (:func:`~loopint.engines.regions.smallest_within`, octave histograms), and
     succeed with the first ``P`` of :data:`BUDGET_FRACTIONS` that leaves at most half of
     the ``s`` regions of this iteration active.
     """
@@ -367,23 +435,3 @@ def _filter_split(centers, halfwidths, value, error, split_axis, active, s, *, r
     fin = (~active & (jnp.arange(cap) < s))[:, None]
     return ((new_centers, new_halfwidths, parent_value),
             jnp.sum(jnp.where(fin, value, 0), axis=0), jnp.sum(jnp.where(fin, error, 0), axis=0))
-
-
-@dataclasses.dataclass(frozen=True)
-class Pagani(base.Engine):
-    """PAGANI, seed 001 (:func:`integrate_box`)."""
-
-    name: ClassVar[str] = METHOD
-    max_regions: int | None = None
-    precision: str = "float64"
-    relerr_filtering: bool = True
-    memory_limit_regions: int = 2**22
-    max_iterations: int = 200
-    chunk_points: int = 2**21
-    initial_divisions: int | None = None
-    rule: str = "genz_malik"
-    boundary_check: bool = True
-
-    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                             **self.options())

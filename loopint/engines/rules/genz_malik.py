@@ -1,4 +1,4 @@
-"""Genz–Malik cubature rules as data, and the region-list machinery built on them.
+"""Genz–Malik cubature rules as data: nodes, weights, error estimates and split axes.
 
 Default rule: degree 7 with an embedded degree-5 rule (:func:`genz_malik`).  Optional:
 the degree-9 rule with four null rules of DCUHRE / Cuba's Cuhre / the PAGANI code
@@ -34,7 +34,8 @@ difference
 which cancels the second derivative and measures the fourth along that axis; these values
 are already part of the rule.  When every ``D_i`` is at round-off level the longest axis is
 split (as Cuhre/DCUHRE do).  For vector integrands ``D_i`` is summed over the components,
-each weighted by the inverse of its tolerance target (``component_weights``), so the axis
+each weighted by the inverse of its tolerance target
+(:func:`~loopint.engines.regions.component_weights`), so the axis
 that matters most for the component furthest from its tolerance wins.
 
 Two-level error (Berntsen, Espelid & Genz 1991, ACM TOMS 17, 437–451, as used in Cuhre and
@@ -47,14 +48,9 @@ so a feature that the parent's rule saw but the children's rules miss still show
 children's errors (:func:`two_level_error`).
 
 Everything here is a pure function of arrays: :func:`apply_rule` evaluates a rule on a batch
-of regions with one integrand call on all ``R·N`` points; :func:`evaluate_regions` drives it
-over a fixed-size region buffer in chunks (bounded memory, one compiled shape per buffer
-size); :func:`evaluate_buffer` is its jitted form for a user integrand, the only compiled
-code of :mod:`loopint.engines.cubature` and :mod:`loopint.engines.pagani` that depends on
-the integrand.  The two engines also share the buffer-size ladder :func:`capacity_for`,
-tolerance targets and priorities, and selection by octaves of the priority
-(:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`), which replaces
-sorting.
+of regions with one integrand call on all ``R·N`` points, and :func:`two_level_error` refines
+the errors of bisected regions.  The region buffers that the cubature and PAGANI engines
+apply them to are in :mod:`loopint.engines.regions`.
 """
 
 from __future__ import annotations
@@ -68,8 +64,6 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from .base import normalize_integrand
 
 
 LAMBDA2 = math.sqrt(9 / 70)
@@ -424,191 +418,3 @@ def two_level_error(value_self: jax.Array, error_self: jax.Array, value_sibling:
     safe = jnp.where(total > 0, total, 1)
     factor = jnp.where(total > 0, 1 + 2 * delta / safe, 1)
     return error_self * factor + delta
-
-
-# ---------------------------------------------------------------------------------------
-# Region lists: chunked evaluation inside the engines' jitted steps
-
-
-def evaluate_regions(fn: Callable, rule, centers: jax.Array,
-                     halfwidths: jax.Array, count: jax.Array, component_weights: jax.Array,
-                     n_components: int, chunk: int) -> RegionEstimates:
-    """Apply the rule to rows ``[0, count)`` of a region buffer, ``chunk`` regions at a time.
-
-    The buffer has a static number of rows ``C`` (a multiple of ``chunk``); ``count`` is
-    traced, and a ``while`` loop runs ``ceil(count/chunk)`` chunks, so the work follows the
-    live count while the compiled shape stays fixed and one integrand call never sees more
-    than ``chunk·N`` points (the memory bound).  Rows ``>= count`` of the outputs are zero.
-    """
-    cap, n = centers.shape
-    dtype = centers.dtype
-    zero = jnp.zeros((), jnp.int32)
-
-    def body(j, carry):
-        value, error, axis, bad = carry
-        start = (j * chunk).astype(jnp.int32)
-        c = jax.lax.dynamic_slice(centers, (start, zero), (chunk, n))
-        h = jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n))
-        valid = start + jnp.arange(chunk, dtype=jnp.int32) < count
-        est = apply_rule(fn, rule, c, h, valid, component_weights)
-        value = jax.lax.dynamic_update_slice(value, est.value, (start, zero))
-        error = jax.lax.dynamic_update_slice(error, est.error, (start, zero))
-        axis = jax.lax.dynamic_update_slice(axis, est.split_axis, (start,))
-        return value, error, axis, bad + est.nonfinite
-
-    init = (jnp.zeros((cap, n_components), dtype), jnp.zeros((cap, n_components), dtype),
-            jnp.zeros((cap,), jnp.int32), zero)
-    n_chunks = (count.astype(jnp.int32) + chunk - 1) // chunk
-    value, error, axis, bad = jax.lax.fori_loop(zero, n_chunks, body, init)
-    return RegionEstimates(value, error, axis, bad)
-
-
-@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "chunk", "rule"))
-def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
-                    chunk, rule="genz_malik") -> RegionEstimates:
-    """:func:`evaluate_regions` for a user integrand ``f`` (a
-    :class:`~loopint.engines.base.BoundIntegrand`, whose bound arrays are traced), jitted.
-
-    The only compiled function of the engines that contains the integrand: it is compiled
-    once per integrand function, buffer size and precision (not per kinematic point or delta)
-    and shared by the cubature and PAGANI engines; their bookkeeping is compiled
-    independently of the integrand.
-    """
-    n = normalize_integrand(f, ndim, jnp.dtype(dtype_name))
-    return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
-                            component_weights, n.n_components, chunk)
-
-
-def _pow2_floor(x: int) -> int:
-    return 1 << max(0, int(x).bit_length() - 1)
-
-
-def pow2_ceil(x: int) -> int:
-    """Smallest power of two >= ``x`` (1 for ``x <= 1``)."""
-    return 1 << max(0, int(x - 1).bit_length())
-
-
-CAPACITY_STEP = 8         # region buffers grow 512 → 4096 → 32768 → ...: few compiled shapes
-MIN_CAPACITY = 512
-
-
-def capacity_for(n_regions: int) -> int:
-    """Smallest buffer size on the ladder ``512·8^k`` holding ``n_regions`` regions."""
-    cap = MIN_CAPACITY
-    while cap < n_regions:
-        cap *= CAPACITY_STEP
-    return cap
-
-
-def chunk_for(capacity: int, points_per_region: int, chunk_points: int) -> int:
-    """Regions per integrand call for a buffer: ``capacity/8``, at most ``chunk_points/N``."""
-    k_max = _pow2_floor(max(1, chunk_points // points_per_region))
-    return max(1, min(capacity // 8, k_max))
-
-
-def pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
-    """Pad a host array to ``rows`` rows by repeating its last row."""
-    return np.concatenate([a, np.repeat(a[-1:], rows - a.shape[0], axis=0)], axis=0)
-
-
-def uniform_grid(lo: np.ndarray, hi: np.ndarray, divisions: int):
-    """Centres and half-widths of the ``divisions^d`` equal cells of the box (host arrays)."""
-    if divisions < 1:
-        raise ValueError(f"initial_divisions must be >= 1, got {divisions}")
-    d = lo.size
-    h = (hi - lo) / (2 * divisions)
-    idx = np.stack(np.meshgrid(*([np.arange(divisions)] * d), indexing="ij"), -1).reshape(-1, d)
-    centers = lo + (2 * idx + 1) * h
-    return centers, np.broadcast_to(h, centers.shape).copy()
-
-
-def tolerance_targets(total_value, rtol, atol, is_complex: bool):
-    """Per real component ``τ_k = max(atol, rtol·|value|)``, ``|.|`` = user component modulus."""
-    if is_complex:
-        half = total_value.shape[0] // 2
-        mag = jnp.hypot(total_value[:half], total_value[half:])
-        mag = jnp.concatenate([mag, mag])
-    else:
-        mag = jnp.abs(total_value)
-    return jnp.maximum(atol, rtol * mag)
-
-
-def component_weights(targets):
-    """``min τ / τ_k`` (largest weight 1); components with ``τ_k = 0`` get weight 1e15."""
-    pos = targets > 0
-    tmin = jnp.min(jnp.where(pos, targets, jnp.inf))
-    w = jnp.where(pos, tmin / jnp.where(pos, targets, 1), 1e15)
-    return jnp.where(jnp.any(pos), w, jnp.ones_like(targets))
-
-
-def priority(error, count, weights):
-    """``p_r = max_k E_{r,k} w_k`` for live rows, ``-inf`` for padding rows."""
-    p = jnp.max(error * weights[None, :], axis=1)
-    return jnp.where(jnp.arange(error.shape[0]) < count, p, -jnp.inf)
-
-
-# Selection by octaves of the priority: a few O(C) histogram passes instead of a sort (XLA's
-# sort is slow on CPUs and a full sort is more than adaptive selection needs).
-
-N_OCTAVES = 64
-
-
-def octaves(p):
-    """Octave of each priority below the largest, ``floor(log2(max p / p))`` in [0, 63].
-
-    Zero priorities get octave 63, padding rows (``p < 0``) octave 64.
-    """
-    pmax = jnp.max(p)
-    safe = jnp.where(p > 0, p, 1)
-    b = jnp.floor(jnp.log2(jnp.where(pmax > 0, pmax, 1) / safe))
-    b = jnp.where(p > 0, jnp.clip(b, 0, N_OCTAVES - 1), N_OCTAVES - 1)
-    return jnp.where(p >= 0, b, N_OCTAVES).astype(jnp.int32)
-
-
-def _octave_counts(b):
-    return jnp.bincount(b, length=N_OCTAVES + 1)[:N_OCTAVES]
-
-
-def top_mask(p, k):
-    """Mask of ``k`` rows of largest priority ``p >= 0``, exact to within one octave (the
-    boundary octave is taken in index order)."""
-    b = octaves(p)
-    at_most = jnp.cumsum(_octave_counts(b))                 # rows in octaves <= j
-    j = jnp.argmax(at_most >= k)
-    before = jnp.where(j > 0, at_most[jnp.maximum(j - 1, 0)], 0)
-    edge = b == j
-    return (b < j) | (edge & (jnp.cumsum(edge) <= k - before))
-
-
-def count_carrying(p, share):
-    """Rows, largest priorities first (by octave), whose priorities reach ``share`` of the sum."""
-    b = octaves(p)
-    pv = jnp.where(p > 0, p, 0)
-    sums = jnp.cumsum(jax.ops.segment_sum(pv, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES])
-    j = jnp.argmax(sums >= share * sums[-1])
-    return jnp.cumsum(_octave_counts(b))[j].astype(jnp.int32)
-
-
-def smallest_within(error, p, candidates, limit):
-    """Mask of candidate rows of smallest priority whose errors sum to at most ``limit``.
-
-    Whole octaves are taken from the small end while the summed error ``(M,)`` stays within
-    ``limit`` in every component, then a prefix (index order) of the next octave.  Used to
-    finish (PAGANI) or retire (cubature) regions whose errors cannot matter.
-    """
-    b = jnp.where(candidates, octaves(p), N_OCTAVES)
-    per_octave = jax.ops.segment_sum(error, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES]
-    from_small = jnp.cumsum(per_octave[::-1], axis=0)[::-1]      # octaves >= j
-    ok = jnp.all(from_small <= limit[None, :], axis=1)
-    j = jnp.where(jnp.any(ok), jnp.argmax(ok), N_OCTAVES)        # first whole octave taken
-    taken = jnp.where(j < N_OCTAVES, from_small[jnp.minimum(j, N_OCTAVES - 1)], 0)
-    edge = b == j - 1
-    running = jnp.cumsum(jnp.where(edge[:, None], error, 0), axis=0)
-    partial = edge & jnp.all(running <= (limit - taken)[None, :], axis=1)
-    return ((b >= j) & (b < N_OCTAVES)) | partial
-
-
-def requested_tolerance(total_value, rtol: float, atol: float, n) -> float:
-    """The smallest ``max(atol, rtol·|value|)`` over the user's components (for statuses)."""
-    mag = np.abs(np.atleast_1d(n.unpack(np.asarray(total_value))))
-    return float(np.min(np.maximum(atol, rtol * mag)))

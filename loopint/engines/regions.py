@@ -1,0 +1,398 @@
+"""Region buffers: the bookkeeping that the cubature and PAGANI engines share.
+
+Both engines keep a list of boxes, as centres and half-widths, in device buffers whose
+number of rows comes from the ladder ``512·8^k`` (:func:`capacity_for`), so that a run
+compiles a handful of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is applied
+to the live rows of a buffer in chunks (:func:`evaluate_regions`; :func:`evaluate_buffer`
+is its jitted form for a user integrand, the only compiled code of the two engines that
+depends on the integrand).  Regions are ranked by the priority ``p_r = max_k E_{r,k}/τ_k``
+(:func:`tolerance_targets`, :func:`component_weights`, :func:`priority`) and selected by
+octaves of the priority (:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`),
+a few histogram passes instead of a sort.
+
+Memory: the option ``memory_limit`` (bytes) of both engines bounds the regions held at once
+(:data:`BYTES_PER_REGION` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
+each, at most :data:`CHUNK_POINTS`), :func:`memory_bounds`.
+
+A run of either engine starts with :func:`prepare` (validation, the integrand seen as real
+components, the rule, the memory bounds: a :class:`RegionProblem`) and
+:meth:`RegionProblem.initial_grid`, counts its work in a :class:`Progress`, and ends with
+:func:`region_result`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..precision import real_dtype
+from . import base
+from .rules.genz_malik import RegionEstimates, apply_rule, make_rule
+
+
+# ---------------------------------------------------------------------------------------
+# Chunked evaluation of a region buffer
+
+
+def evaluate_regions(fn: Callable, rule, centers: jax.Array,
+                     halfwidths: jax.Array, count: jax.Array, component_weights: jax.Array,
+                     n_components: int, chunk: int) -> RegionEstimates:
+    """Apply the rule to rows ``[0, count)`` of a region buffer, ``chunk`` regions at a time.
+
+    The buffer has a static number of rows ``C`` (a multiple of ``chunk``); ``count`` is
+    traced, and a ``while`` loop runs ``ceil(count/chunk)`` chunks, so the work follows the
+    live count while the compiled shape stays fixed and one integrand call never sees more
+    than ``chunk·N`` points (the memory bound).  Rows ``>= count`` of the outputs are zero.
+    """
+    cap, n = centers.shape
+    dtype = centers.dtype
+    zero = jnp.zeros((), jnp.int32)
+
+    def body(j, carry):
+        value, error, axis, bad = carry
+        start = (j * chunk).astype(jnp.int32)
+        c = jax.lax.dynamic_slice(centers, (start, zero), (chunk, n))
+        h = jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n))
+        valid = start + jnp.arange(chunk, dtype=jnp.int32) < count
+        est = apply_rule(fn, rule, c, h, valid, component_weights)
+        value = jax.lax.dynamic_update_slice(value, est.value, (start, zero))
+        error = jax.lax.dynamic_update_slice(error, est.error, (start, zero))
+        axis = jax.lax.dynamic_update_slice(axis, est.split_axis, (start,))
+        return value, error, axis, bad + est.nonfinite
+
+    init = (jnp.zeros((cap, n_components), dtype), jnp.zeros((cap, n_components), dtype),
+            jnp.zeros((cap,), jnp.int32), zero)
+    n_chunks = (count.astype(jnp.int32) + chunk - 1) // chunk
+    value, error, axis, bad = jax.lax.fori_loop(zero, n_chunks, body, init)
+    return RegionEstimates(value, error, axis, bad)
+
+
+@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "chunk", "rule"))
+def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
+                    chunk, rule="genz_malik") -> RegionEstimates:
+    """:func:`evaluate_regions` for a user integrand ``f`` (a
+    :class:`~loopint.engines.base.BoundIntegrand`, whose bound arrays are traced), jitted.
+
+    The only compiled function of the engines that contains the integrand: it is compiled
+    once per integrand function, buffer size and precision (not per kinematic point or delta)
+    and shared by the cubature and PAGANI engines; their bookkeeping is compiled
+    independently of the integrand.
+    """
+    n = base.normalize_integrand(f, ndim, jnp.dtype(dtype_name))
+    return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
+                            component_weights, n.n_components, chunk)
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << max(0, int(x).bit_length() - 1)
+
+
+def pow2_ceil(x: int) -> int:
+    """Smallest power of two >= ``x`` (1 for ``x <= 1``)."""
+    return 1 << max(0, int(x - 1).bit_length())
+
+
+CAPACITY_STEP = 8         # region buffers grow 512 → 4096 → 32768 → ...: few compiled shapes
+MIN_CAPACITY = 512
+
+
+def capacity_for(n_regions: int) -> int:
+    """Smallest buffer size on the ladder ``512·8^k`` holding ``n_regions`` regions."""
+    cap = MIN_CAPACITY
+    while cap < n_regions:
+        cap *= CAPACITY_STEP
+    return cap
+
+
+def chunk_for(capacity: int, points_per_region: int, chunk_points: int) -> int:
+    """Regions per integrand call for a buffer: ``capacity/8``, at most ``chunk_points/N``."""
+    k_max = _pow2_floor(max(1, chunk_points // points_per_region))
+    return max(1, min(capacity // 8, k_max))
+
+
+def pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
+    """Pad a host array to ``rows`` rows by repeating its last row."""
+    return np.concatenate([a, np.repeat(a[-1:], rows - a.shape[0], axis=0)], axis=0)
+
+
+def uniform_grid(lo: np.ndarray, hi: np.ndarray, divisions: int):
+    """Centres and half-widths of the ``divisions^d`` equal cells of the box (host arrays)."""
+    if divisions < 1:
+        raise ValueError(f"initial_divisions must be >= 1, got {divisions}")
+    d = lo.size
+    h = (hi - lo) / (2 * divisions)
+    idx = np.stack(np.meshgrid(*([np.arange(divisions)] * d), indexing="ij"), -1).reshape(-1, d)
+    centers = lo + (2 * idx + 1) * h
+    return centers, np.broadcast_to(h, centers.shape).copy()
+
+
+def tolerance_targets(total_value, rtol, atol, is_complex: bool):
+    """Per real component ``τ_k = max(atol, rtol·|value|)``, ``|.|`` = user component modulus."""
+    if is_complex:
+        half = total_value.shape[0] // 2
+        mag = jnp.hypot(total_value[:half], total_value[half:])
+        mag = jnp.concatenate([mag, mag])
+    else:
+        mag = jnp.abs(total_value)
+    return jnp.maximum(atol, rtol * mag)
+
+
+def component_weights(targets):
+    """``min τ / τ_k`` (largest weight 1); components with ``τ_k = 0`` get weight 1e15."""
+    pos = targets > 0
+    tmin = jnp.min(jnp.where(pos, targets, jnp.inf))
+    w = jnp.where(pos, tmin / jnp.where(pos, targets, 1), 1e15)
+    return jnp.where(jnp.any(pos), w, jnp.ones_like(targets))
+
+
+def priority(error, count, weights):
+    """``p_r = max_k E_{r,k} w_k`` for live rows, ``-inf`` for padding rows."""
+    p = jnp.max(error * weights[None, :], axis=1)
+    return jnp.where(jnp.arange(error.shape[0]) < count, p, -jnp.inf)
+
+
+# Selection by octaves of the priority: a few O(C) histogram passes instead of a sort (XLA's
+# sort is slow on CPUs and a full sort is more than adaptive selection needs).
+
+N_OCTAVES = 64
+
+
+def octaves(p):
+    """Octave of each priority below the largest, ``floor(log2(max p / p))`` in [0, 63].
+
+    Zero priorities get octave 63, padding rows (``p < 0``) octave 64.
+    """
+    pmax = jnp.max(p)
+    safe = jnp.where(p > 0, p, 1)
+    b = jnp.floor(jnp.log2(jnp.where(pmax > 0, pmax, 1) / safe))
+    b = jnp.where(p > 0, jnp.clip(b, 0, N_OCTAVES - 1), N_OCTAVES - 1)
+    return jnp.where(p >= 0, b, N_OCTAVES).astype(jnp.int32)
+
+
+def _octave_counts(b):
+    return jnp.bincount(b, length=N_OCTAVES + 1)[:N_OCTAVES]
+
+
+def top_mask(p, k):
+    """Mask of ``k`` rows of largest priority ``p >= 0``, exact to within one octave (the
+    boundary octave is taken in index order)."""
+    b = octaves(p)
+    at_most = jnp.cumsum(_octave_counts(b))                 # rows in octaves <= j
+    j = jnp.argmax(at_most >= k)
+    before = jnp.where(j > 0, at_most[jnp.maximum(j - 1, 0)], 0)
+    edge = b == j
+    return (b < j) | (edge & (jnp.cumsum(edge) <= k - before))
+
+
+def count_carrying(p, share):
+    """Rows, largest priorities first (by octave), whose priorities reach ``share`` of the sum."""
+    b = octaves(p)
+    pv = jnp.where(p > 0, p, 0)
+    sums = jnp.cumsum(jax.ops.segment_sum(pv, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES])
+    j = jnp.argmax(sums >= share * sums[-1])
+    return jnp.cumsum(_octave_counts(b))[j].astype(jnp.int32)
+
+
+def smallest_within(error, p, candidates, limit):
+    """Mask of candidate rows of smallest priority whose errors sum to at most ``limit``.
+
+    Whole octaves are taken from the small end while the summed error ``(M,)`` stays within
+    ``limit`` in every component, then a prefix (index order) of the next octave.  Used to
+    finish (PAGANI) or retire (cubature) regions whose errors cannot matter.
+    """
+    b = jnp.where(candidates, octaves(p), N_OCTAVES)
+    per_octave = jax.ops.segment_sum(error, b, num_segments=N_OCTAVES + 1)[:N_OCTAVES]
+    from_small = jnp.cumsum(per_octave[::-1], axis=0)[::-1]      # octaves >= j
+    ok = jnp.all(from_small <= limit[None, :], axis=1)
+    j = jnp.where(jnp.any(ok), jnp.argmax(ok), N_OCTAVES)        # first whole octave taken
+    taken = jnp.where(j < N_OCTAVES, from_small[jnp.minimum(j, N_OCTAVES - 1)], 0)
+    edge = b == j - 1
+    running = jnp.cumsum(jnp.where(edge[:, None], error, 0), axis=0)
+    partial = edge & jnp.all(running <= (limit - taken)[None, :], axis=1)
+    return ((b >= j) & (b < N_OCTAVES)) | partial
+
+
+def requested_tolerance(total_value, rtol: float, atol: float, n) -> float:
+    """The smallest ``max(atol, rtol·|value|)`` over the user's components (for statuses)."""
+    mag = np.abs(np.atleast_1d(n.unpack(np.asarray(total_value))))
+    return float(np.min(np.maximum(atol, rtol * mag)))
+
+
+# ---------------------------------------------------------------------------------------
+# Memory bounds
+
+# Device bytes per region held: the region arrays (centres, half-widths, values and errors of
+# up to a few dozen components), their children and the evaluation chunk, with room for the
+# rest of a run.
+BYTES_PER_REGION = 4096
+# Bytes per point of one integrand call: its float64 coordinates and values (d + M <= 8).
+BYTES_PER_POINT = 64
+CHUNK_POINTS = 2**21      # most integrand points per call when the memory is not limited
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryBounds:
+    """What ``memory_limit`` allows: regions held at once, integrand points per call."""
+
+    max_regions: int
+    chunk_points: int
+
+
+def memory_bounds(memory_limit: int | None, default_regions: int) -> MemoryBounds:
+    """The bounds for ``memory_limit`` bytes: ``memory_limit //`` :data:`BYTES_PER_REGION`
+    regions and ``memory_limit //`` :data:`BYTES_PER_POINT` points per call (at most
+    :data:`CHUNK_POINTS`); ``None``: the engine's ``default_regions`` and
+    :data:`CHUNK_POINTS`."""
+    if memory_limit is None:
+        return MemoryBounds(int(default_regions), CHUNK_POINTS)
+    limit = int(memory_limit)
+    if limit < 2 * BYTES_PER_REGION:
+        raise ValueError(f"memory_limit must hold at least 2 regions ({2 * BYTES_PER_REGION} "
+                         f"bytes), got {memory_limit}")
+    return MemoryBounds(limit // BYTES_PER_REGION, min(CHUNK_POINTS, limit // BYTES_PER_POINT))
+
+
+# ---------------------------------------------------------------------------------------
+# A run: its fixed data, its counters, its result
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionProblem:
+    """What a run of a region engine fixes before its loop.
+
+    Attributes:
+        lower, upper: the box, float64 arrays of shape ``(ndim,)``.
+        integrand: the user integrand as ``M`` real components.
+        rule: the rule's name (a key of :data:`~loopint.engines.rules.genz_malik.RULES`).
+        points_per_region: points of that rule.
+        precision: ``"float64"`` or ``"float32"``; ``dtype`` the real dtype.
+        memory: the bounds from ``memory_limit``.
+        kernel: the static arguments of :func:`evaluate_buffer` but the rule (the integrand
+            as a :class:`~loopint.engines.base.BoundIntegrand`, dimension, dtype name).
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    integrand: base.NormalizedIntegrand
+    rule: str
+    points_per_region: int
+    precision: str
+    dtype: Any
+    memory: MemoryBounds
+    kernel: dict
+
+    @property
+    def ndim(self) -> int:
+        return int(self.lower.size)
+
+    @property
+    def max_regions(self) -> int:
+        return self.memory.max_regions
+
+    @property
+    def top_capacity(self) -> int:
+        """The largest buffer: on the ladder, and no larger than needed for ``max_regions``."""
+        return min(capacity_for(self.max_regions), pow2_ceil(self.max_regions))
+
+    def capacity(self, n_regions: int) -> int:
+        """The buffer size for ``n_regions`` regions (:func:`capacity_for`, at most
+        :attr:`top_capacity`)."""
+        return min(capacity_for(n_regions), self.top_capacity)
+
+    def evaluate(self, centers, halfwidths, count: int, weights, capacity: int,
+                 rule: str | None = None) -> RegionEstimates:
+        """:func:`evaluate_buffer` of rows ``[0, count)`` with this run's rule (or ``rule``),
+        in chunks sized for a buffer of ``capacity`` rows."""
+        rule = rule or self.rule
+        npts = make_rule(rule, self.ndim).n_points
+        return evaluate_buffer(centers, halfwidths, jnp.int32(count), weights,
+                               chunk=chunk_for(capacity, npts, self.memory.chunk_points),
+                               rule=rule, **self.kernel)
+
+    def initial_grid(self, divisions: int, max_evals: int):
+        """The uniform grid of ``divisions^d`` regions in a padded device buffer.
+
+        Returns ``((centers, halfwidths), count, capacity)``; raises ``ValueError`` when the
+        grid exceeds ``max_regions`` or one rule application on it exceeds ``max_evals``.
+        """
+        centers, halfwidths = uniform_grid(self.lower, self.upper, int(divisions))
+        count = centers.shape[0]
+        if count > self.max_regions:
+            raise ValueError(f"initial_divisions={divisions} gives {count} regions, more than "
+                             f"memory_limit holds ({self.max_regions} regions)")
+        if count * self.points_per_region > max_evals:
+            raise ValueError(f"max_evals={max_evals} is below one rule application on the "
+                             f"{count} initial region(s) ({count * self.points_per_region} "
+                             "points)")
+        cap = self.capacity(max(count, 2))
+        buffers = (jnp.asarray(pad_rows(centers, cap), self.dtype),
+                   jnp.asarray(pad_rows(halfwidths, cap), self.dtype))
+        return buffers, count, cap
+
+    def requested(self, total_value, rtol: float, atol: float) -> float:
+        """The smallest requested tolerance over the user's components (for statuses)."""
+        return requested_tolerance(total_value, rtol, atol, self.integrand)
+
+    def met(self, total_value, total_error, rtol: float, atol: float) -> bool:
+        """Whether the totals meet the tolerance in every user component."""
+        return base.real_tolerance_met(total_value, total_error, rtol, atol, self.integrand)
+
+
+def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: int,
+            precision: str, rule: str, memory_limit: int | None,
+            default_regions: int) -> RegionProblem:
+    """Validate a run's arguments and fix what its loop needs (:class:`RegionProblem`).
+
+    ``default_regions``: the engine's region bound when ``memory_limit`` is None.
+    """
+    base.check_tolerances(rtol, atol, max_evals)
+    ndim = max(np.size(lower), np.size(upper))
+    lo, hi = base.box(lower, upper, ndim)
+    dtype = real_dtype(precision)
+    memory = memory_bounds(memory_limit, default_regions)
+    integrand = base.normalize_integrand(f, ndim, dtype)
+    npts = make_rule(rule, ndim).n_points
+    kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name)
+    return RegionProblem(lower=lo, upper=hi, integrand=integrand, rule=rule,
+                         points_per_region=npts, precision=precision, dtype=dtype,
+                         memory=memory, kernel=kernel)
+
+
+@dataclasses.dataclass
+class Progress:
+    """The host loop's counters: live regions, buffer rows, integrand points, steps, and
+    non-finite values seen."""
+
+    regions: int
+    capacity: int
+    evaluations: int = 0
+    iterations: int = 0
+    nonfinite: int = 0
+
+    def not_converged(self, kind: str, total_error, requested: float) -> str:
+        """The status of a run stopped by ``kind`` (max_evals, max_iterations)."""
+        return base.status_not_converged(kind, self.evaluations, total_error, requested)
+
+
+def region_result(problem: RegionProblem, progress: Progress, *, method: str, stop: str,
+                  total_value, total_error, t0: float, info: dict) -> base.IntegrationResult:
+    """The :class:`~loopint.engines.base.IntegrationResult` of a run that ended with
+    ``stop``, with the totals as the user's values; ``info`` has ``regions``,
+    ``iterations``, ``nonfinite``, ``capacity``, ``points_per_region``, ``ndim``,
+    ``precision``, ``rule`` and the engine's own entries ``info``."""
+    converged, status = base.final_status(stop, progress.nonfinite)
+    n = problem.integrand
+    return base.IntegrationResult(
+        value=n.unpack(total_value), error=base.complex_error(total_error, n),
+        converged=converged, status=status, evaluations=int(progress.evaluations),
+        seconds=time.perf_counter() - t0, method=method,
+        info={"regions": int(progress.regions), "iterations": progress.iterations,
+              "nonfinite": progress.nonfinite, "capacity": progress.capacity,
+              "points_per_region": problem.points_per_region, "ndim": problem.ndim,
+              "precision": problem.precision, "rule": problem.rule, **info})
