@@ -146,7 +146,7 @@ import numpy as np
 
 from ..precision import real_dtype
 from .base import (CONVERGED, DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, MAX_EVALS,
-                   MEMORY_LIMIT, NONFINITE, ROUNDOFF, Box, Engine, IntegrationResult, Simplex,
+                   MEMORY_LIMIT, NONFINITE, ROUNDOFF, BoundIntegrand, Box, Engine, StaticCallable, IntegrationResult, Simplex,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
                    status_not_converged)
 from .rules.gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
@@ -307,38 +307,25 @@ class _Core:
     materialize: bool = True
 
 
-@jax.tree_util.register_pytree_node_class
-class _Bound:
-    """``x -> f(x, *args)`` as a pytree: the arrays in ``args``, and in the arguments of a
-    :class:`jax.tree_util.Partial` ``f`` (as ``loopint.lower`` builds them), are traced
-    kernel arguments, so new δ values or kinematics reuse the compiled kernels; only the
-    underlying Python function is static."""
+def _with_args(f: BoundIntegrand, args: tuple, x):
+    return f.func.obj(*f.args, x, *args, **f.kwargs)
 
-    def __init__(self, func, pargs, pkw, args):
-        self.func, self.pargs, self.pkw, self.args = func, pargs, pkw, args
 
-    @classmethod
-    def of(cls, f, args: tuple) -> "_Bound":
-        if isinstance(f, jax.tree_util.Partial):
-            return cls(f.func, tuple(f.args), dict(f.keywords), args)
-        return cls(f, (), {}, args)
-
-    def __call__(self, x):
-        return self.func(*self.pargs, x, *self.args, **self.pkw)
-
-    def tree_flatten(self):
-        return (self.pargs, self.pkw, self.args), self.func
-
-    @classmethod
-    def tree_unflatten(cls, func, children):
-        return cls(func, *children)
+def _bound(f, args: tuple) -> BoundIntegrand:
+    """``x -> f(x, *args)`` as a :class:`~loopint.engines.base.BoundIntegrand`: the arrays in
+    ``args``, and in the arguments of a :class:`jax.tree_util.Partial` ``f`` (as
+    ``loopint.lower`` builds them), are traced kernel arguments, so new deltas or kinematics
+    reuse the compiled kernels; only the underlying Python function is static."""
+    if args:
+        return BoundIntegrand(StaticCallable(_with_args), (BoundIntegrand.of(f), tuple(args)))
+    return BoundIntegrand.of(f)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     """Everything the host loop needs: the integrand, domain, rules and the core."""
 
-    fn: _Bound
+    fn: BoundIntegrand
     ndim: int
     limits: Limits
     rules: tuple
@@ -505,7 +492,7 @@ def _points(pre, x):
     return jnp.concatenate([pre, x[:, :, None]], axis=2).reshape(S * K, j + 1)
 
 
-def _f_at_nodes(fn: "_Bound", core: _Core, rule: GaussKronrodRule, pre, a, b):
+def _f_at_nodes(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b):
     """``f`` at the rule's nodes of the intervals ``(a, b)`` with prefixes ``pre``:
     ``(S, K, M)``."""
     nf = normalize_integrand(fn, pre.shape[1] + 1, _dtype(core))
@@ -535,7 +522,7 @@ def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
 
 
 @functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
-def _k_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core, rule: GaussKronrodRule,
+def _k_eval(P, a, b, pid, start, count, fn: BoundIntegrand, *, core: _Core, rule: GaussKronrodRule,
             size: int):
     """Innermost level, first evaluations: ``f`` at the nodes of the rows ``start ..
     start+size`` of the intervals, their prefixes gathered here -> QUADPACK estimates.
@@ -548,7 +535,7 @@ def _k_eval(P, a, b, pid, start, count, fn: "_Bound", *, core: _Core, rule: Gaus
     return _estimate_f(fn, core, rule, P[pid], a, b, pid, valid)
 
 
-def _estimate_f(fn: "_Bound", core: _Core, rule: GaussKronrodRule, pre, a, b, pid, valid):
+def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b, pid, valid):
     """Innermost level: ``f`` at the nodes of the intervals ``(a, b)`` with prefixes ``pre``
     -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values."""
     vals = _f_at_nodes(fn, core, rule, pre, a, b)
@@ -814,7 +801,7 @@ _k_merge = jax.jit(_merge, static_argnames=("size",))
 
 
 @functools.partial(jax.jit, static_argnames=("core", "rule", "new_size", "size"))
-def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: "_Bound", *, core: _Core,
+def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: BoundIntegrand, *, core: _Core,
                 rule: GaussKronrodRule, new_size: int, size: int):
     """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
     ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
@@ -938,7 +925,7 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
         raise ValueError(f"fused_min_fraction must be >= 1, got {engine.fused_min_fraction}")
     rules = _as_rules(engine.rules, ndim)
     dt = real_dtype(engine.precision)
-    fn = _Bound.of(f, tuple(engine.args))
+    fn = _bound(f, tuple(engine.args))
     nf = normalize_integrand(fn, ndim, dt)
     materialize = on_cpu if engine.materialize is None else bool(engine.materialize)
     core = _Core(n_real=nf.n_components,
