@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import loopint
+from loopint import engines
 from loopint.engines import base
 
 
@@ -49,22 +50,19 @@ def test_engines_never_certify_an_unbounded_integrand(method):
 
 
 def test_boundary_check_can_be_turned_off():
-    from loopint.engines import cubature
     f = lambda x: x[:, 0] ** -0.9 * (1 + x[:, 1])                 # noqa: E731
-    r = cubature.integrate_box(f, [0, 0], [1, 1], rtol=1e-3, max_evals=10**5,
-                               boundary_check=False)
+    r = engines.get("cubature", boundary_check=False).integrate_box(f, [0, 0], [1, 1], rtol=1e-3,
+                                                                     max_evals=10**5)
     assert "boundary" not in r.info
 
 
 @pytest.mark.parametrize("engine", ["cubature", "qmc"])
 def test_stop_on_nonfinite_ends_the_run_early(engine):
-    import importlib
-    mod = importlib.import_module(f"loopint.engines.{engine}")
     f = lambda x: jnp.where(x[:, 0] > 0.9, jnp.nan, 1.0)       # noqa: E731
-    full = mod.integrate_box(f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6,
-                             boundary_check=False)
-    early = mod.integrate_box(f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6,
-                              stop_on_nonfinite=True, boundary_check=False)
+    full = engines.get(engine, boundary_check=False).integrate_box(
+        f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6)
+    early = engines.get(engine, stop_on_nonfinite=True, boundary_check=False).integrate_box(
+        f, [0, 0], [1, 1], rtol=1e-6, max_evals=10**6)
     for r in (full, early):
         assert not r.converged and r.status.startswith(base.NONFINITE)
     assert early.evaluations < full.evaluations / 4

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import loopint
-from loopint.engines import cubature
+from loopint.engines.cubature import Cubature
 from loopint.lower import Integrand
 from loopint.problem import load
 
@@ -21,7 +21,7 @@ DIAGRAMS = os.path.join(HERE, "..", "diagrams")
 
 
 def _cube(f, ndim, rtol):
-    return cubature.integrate_box(f, np.zeros(ndim), np.ones(ndim), rtol=rtol, max_evals=10**8)
+    return Cubature().integrate_box(f, np.zeros(ndim), np.ones(ndim), rtol=rtol, max_evals=10**8)
 
 
 def test_c0_above_threshold_matches_closed_form():

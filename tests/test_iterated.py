@@ -274,9 +274,9 @@ def test_box_and_rules():
                                          Box([-1, 0], [2, 3]), rtol=1e-12)
     check(r, exact, 1e-12)
     assert r.info["rules"] == ["gk31", "gk31"]
-    # the module-level wrapper: a domain as (lower, upper), options as keywords
-    r = iterated.integrate(lambda x: x[:, 0] ** 2 * jnp.exp(-x[:, 1]), 2, domain=([-1, 0], [2, 3]),
-                           rules=[GK15, GK21], rtol=1e-12)
+    # loopint.integrate: a domain as (lower, upper), options as keywords
+    r = loopint.integrate(lambda x: x[:, 0] ** 2 * jnp.exp(-x[:, 1]), 2, method="iterated",
+                          domain=([-1, 0], [2, 3]), rules=[GK15, GK21], rtol=1e-12)
     check(r, exact, 1e-12)
     assert r.evaluations == 15 + 15 * 21 * 2 or r.evaluations > 0
 
@@ -415,7 +415,7 @@ def test_result_contract():
 ])
 def test_bad_arguments(kw, msg):
     with pytest.raises(ValueError, match=msg):
-        iterated.integrate(lambda x: x[:, 0], 2, **kw)
+        loopint.integrate(lambda x: x[:, 0], 2, method="iterated", **kw)
 
 
 def test_rules_are_the_seeds_defaults():

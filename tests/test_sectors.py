@@ -8,7 +8,8 @@ import pytest
 import sympy
 
 from loopint import load
-from loopint.engines import iterated
+from loopint.engines.base import Box
+from loopint.engines.iterated import Iterated
 from loopint.lower import Integrand
 from loopint.sectors import (_blowup, _resolved, decompose, decompose_polynomials,
                              monomial_maps)
@@ -100,12 +101,12 @@ def test_the_decomposed_integrand_is_bounded_at_the_subloop_singularity():
 
 
 def test_iterated_over_decomposed_sectors_gives_the_two_loop_ladder():
-    """k^2/m_t^2 = 1 (Euclidean) against pySecDec (REFERENCES.md): 0.5688362392 +- 4e-8.
+    """k^2/m_t^2 = 1 (Euclidean) against pySecDec: 0.5688362392 +- 4e-8.
     Over the simplex the same call does not reach even 1e-3 in 3e8 evaluations."""
     p = load("diagrams/ladder_vertex_2L_k1.toml")
     ig = Integrand(p.diagram, domain="decomposed")
     f = ig.bind(ig.kinematics_array(p.kinematics), [0.0], real=True)
-    r = iterated.integrate(f, ig.ndim, domain="cube", rtol=1e-6, max_evals=10**8, rules="gk21")
+    r = Iterated(rules="gk21").integrate(f, Box.cube(ig.ndim), rtol=1e-6, max_evals=10**8)
     ref, ref_err = 0.5688362392, 4e-8
     assert r.converged
     err = float(np.asarray(r.error).reshape(-1)[0])

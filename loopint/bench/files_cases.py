@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 from ..compute import compute, device_name
 from ..problem import load

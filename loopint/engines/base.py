@@ -222,8 +222,16 @@ class Engine:
         return self.integrate_box(f, domain.lower, domain.upper, rtol=rtol, atol=atol,
                                   max_evals=int(max_evals))
 
-    def integrate_box(self, f: Callable, lower, upper, *, rtol: float, atol: float,
-                      max_evals: int) -> IntegrationResult:
+    def integrate_box(self, f: Callable, lower, upper, *, rtol: float = DEFAULT_RTOL,
+                      atol: float = DEFAULT_ATOL,
+                      max_evals: int = DEFAULT_MAX_EVALS) -> IntegrationResult:
+        """:meth:`_integrate_box`, followed, for an engine whose option ``boundary_check`` is
+        on, by the probe of :func:`probe_boundary` for an integrand unbounded towards a face."""
+        r = self._integrate_box(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals)
+        return probe_boundary(r, f, lower, upper) if getattr(self, "boundary_check", False) else r
+
+    def _integrate_box(self, f: Callable, lower, upper, *, rtol: float, atol: float,
+                       max_evals: int) -> IntegrationResult:
         raise NotImplementedError
 
     def integrate_simplex(self, f: Callable, ndim: int, *, rtol: float, atol: float,
@@ -533,23 +541,17 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
             "cannot be trusted")
 
 
-def checks_boundary(integrate_box: Callable) -> Callable:
-    """Decorate a cube engine's ``integrate_box``: with ``boundary_check=True`` (default) the
-    integrand is probed near the faces after the run (:func:`boundary_singularity`), and a
-    result that grows without bound there is returned as not converged with status
-    :data:`SINGULAR_BOUNDARY` (value and error kept as computed)."""
-    @functools.wraps(integrate_box)
-    def run(f, lower, upper, *args, boundary_check: bool = True, **kw):
-        r = integrate_box(f, lower, upper, *args, **kw)
-        if boundary_check:
-            t0 = time.perf_counter()
-            found = boundary_singularity(f, lower, upper)
-            r = dataclasses.replace(r, seconds=r.seconds + time.perf_counter() - t0)
-            if found:
-                r = dataclasses.replace(r, converged=False,
-                                        status=f"{SINGULAR_BOUNDARY}: {found} (run ended "
-                                               f"with: {r.status})",
-                                        info={**r.info, "boundary": found})
-        return r
-
-    return run
+def probe_boundary(r: IntegrationResult, f: Callable, lower, upper) -> IntegrationResult:
+    """``r`` after probing ``f`` near the faces of the box (:func:`boundary_singularity`): an
+    integrand that grows without bound there makes the result not converged, with status
+    :data:`SINGULAR_BOUNDARY` (value and error kept as computed).  The cube engines run it
+    after every integration unless their option ``boundary_check`` is off."""
+    t0 = time.perf_counter()
+    found = boundary_singularity(f, lower, upper)
+    r = dataclasses.replace(r, seconds=r.seconds + time.perf_counter() - t0)
+    if found:
+        r = dataclasses.replace(r, converged=False,
+                                status=f"{SINGULAR_BOUNDARY}: {found} (run ended with: "
+                                       f"{r.status})",
+                                info={**r.info, "boundary": found})
+    return r

@@ -68,7 +68,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Callable, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -128,7 +128,7 @@ class Cubature(base.Engine):
             where one is a failure of the whole run (a deformed contour that left the Feynman
             prescription), not a few bad points.
         boundary_check: probe the integrand near the faces after the run
-            (:func:`~loopint.engines.base.checks_boundary`).
+            (:func:`~loopint.engines.base.probe_boundary`).
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
@@ -149,9 +149,7 @@ class Cubature(base.Engine):
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
 
-    def integrate_box(self, f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                      atol: float = base.DEFAULT_ATOL,
-                      max_evals: int = base.DEFAULT_MAX_EVALS) -> base.IntegrationResult:
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
 
         ``f``: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
@@ -160,11 +158,6 @@ class Cubature(base.Engine):
         Stops when ``|error| <= max(atol, rtol·|value|)`` in every component; a step that
         would exceed ``max_evals`` integrand points is not taken.
         """
-        run = base.checks_boundary(self._integrate_box)
-        return run(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                   boundary_check=self.boundary_check)
-
-    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
         if not 0 < self.share <= 1:
             raise ValueError(f"share must be in (0, 1], got {self.share}")
@@ -181,14 +174,6 @@ class Cubature(base.Engine):
                              f"ndim={problem.ndim})")
         run = _Run.start(self, problem, rtol, atol, max_evals)
         return run.result(run.loop(), t0)
-
-
-def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
-                  **options) -> base.IntegrationResult:
-    """``Cubature(**options).integrate_box(f, lower, upper, ...)``."""
-    return Cubature(**options).integrate_box(f, lower, upper, rtol=rtol, atol=atol,
-                                             max_evals=max_evals)
 
 
 # ---------------------------------------------------------------------------------------
@@ -566,5 +551,3 @@ def _retire(centers, halfwidths, value, error, axis, count, weights, targets, re
 
     state = tuple(compact(a) for a in (centers, halfwidths, value, error, axis))
     return state, jnp.sum(keep), rv, re
-
-

@@ -1408,12 +1408,3 @@ class Iterated(Engine):
     def integrate_box(self, f: Callable, lower, upper, *, rtol: float, atol: float,
                       max_evals: int) -> IntegrationResult:
         return self.integrate(f, Box(lower, upper), rtol=rtol, atol=atol, max_evals=max_evals)
-
-
-def integrate(f: Callable, ndim: int, *, domain="cube", rtol: float = DEFAULT_RTOL,
-              atol: float = DEFAULT_ATOL, max_evals: int = DEFAULT_MAX_EVALS,
-              **options) -> IntegrationResult:
-    """``Iterated(**options).integrate(f, ...)`` over a ``domain`` in ``ndim`` variables given
-    as :func:`as_limits` accepts it ("cube", "simplex", ``(lower, upper)``, :class:`Limits`)."""
-    return Iterated(**options).integrate(f, as_limits(domain, ndim), rtol=rtol, atol=atol,
-                                         max_evals=max_evals)

@@ -424,7 +424,7 @@ class MonteCarlo(base.Engine):
         callback: called after each step with ``{evaluations, value, error}``.
         devices: how many local devices to shard over (default all).
         boundary_check: probe the integrand near the faces after the run
-            (:func:`loopint.engines.base.checks_boundary`).
+            (:func:`loopint.engines.base.probe_boundary`).
 
     ``max_evals`` counts an antithetic pair as 2 evaluations; evaluations are made in whole
     chunks, so the run may stop up to one chunk short of it.  The result has ``method="mc"``;
@@ -457,10 +457,6 @@ class MonteCarlo(base.Engine):
         if self.growth <= 1:
             raise ValueError(f"growth must be > 1, got {self.growth}")
         sampling.chunk_evaluations(self.memory_limit)
-
-    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return sampling.with_boundary_check(self._integrate_box, self.boundary_check, f, lower,
-                                            upper, rtol=rtol, atol=atol, max_evals=max_evals)
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
@@ -535,11 +531,3 @@ class MonteCarlo(base.Engine):
         growth = float(self.growth)
         return min(growth, max(min(1.5, growth), 1.1 * ratio**2)) if np.isfinite(ratio) \
             else growth
-
-
-def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
-                  **options) -> base.IntegrationResult:
-    """``MonteCarlo(**options).integrate`` over the box ``[lower, upper]``."""
-    return MonteCarlo(**options).integrate(f, base.Box(lower, upper), rtol=rtol, atol=atol,
-                                           max_evals=max_evals)

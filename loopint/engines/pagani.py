@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Callable, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -82,7 +82,7 @@ class Pagani(base.Engine):
         rule: ``"genz_malik"`` (degree 7/5, default) or ``"dcuhre9"`` (degree 9 with null
             rules, the rule of the authors' code; ``d >= 2``).
         boundary_check: probe the integrand near the faces after the run
-            (:func:`~loopint.engines.base.checks_boundary`).
+            (:func:`~loopint.engines.base.probe_boundary`).
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions`` (active at the end), ``iterations``, ``nonfinite``,
@@ -99,9 +99,7 @@ class Pagani(base.Engine):
     rule: str = "genz_malik"
     boundary_check: bool = True
 
-    def integrate_box(self, f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                      atol: float = base.DEFAULT_ATOL,
-                      max_evals: int = base.DEFAULT_MAX_EVALS) -> base.IntegrationResult:
+    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
 
         ``f``: batched integrand, points ``(n, d)`` → values ``(n,)`` or ``(n, m)``, real or
@@ -110,11 +108,6 @@ class Pagani(base.Engine):
         Stops when ``|error| <= max(atol, rtol·|value|)`` in every component; an iteration
         that would exceed ``max_evals`` integrand points is not run.
         """
-        run = base.checks_boundary(self._integrate_box)
-        return run(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
-                   boundary_check=self.boundary_check)
-
-    def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
@@ -134,14 +127,6 @@ class Pagani(base.Engine):
                          or d**ndim * problem.points_per_region > max_evals):
             d -= 1
         return d
-
-
-def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
-                  **options) -> base.IntegrationResult:
-    """``Pagani(**options).integrate_box(f, lower, upper, ...)``."""
-    return Pagani(**options).integrate_box(f, lower, upper, rtol=rtol, atol=atol,
-                                           max_evals=max_evals)
 
 
 # ---------------------------------------------------------------------------------------

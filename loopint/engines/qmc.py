@@ -177,7 +177,7 @@ class QuasiMonteCarlo(base.Engine):
         callback: called per level with ``{n, evaluations, value, error}``.
         devices: local devices to shard over (default all).
         boundary_check: probe the integrand near the faces after the run
-            (:func:`loopint.engines.base.checks_boundary`).
+            (:func:`loopint.engines.base.probe_boundary`).
 
     ``max_evals`` bounds the evaluations over all levels (``q n`` per level).  The result has
     ``method="qmc"``; its ``info`` holds ``n`` (points of the last level), ``shifts``,
@@ -208,10 +208,6 @@ class QuasiMonteCarlo(base.Engine):
         if int(self.n_shifts) < 2:
             raise ValueError(f"n_shifts must be >= 2 for an error estimate, got {self.n_shifts}")
         sampling.chunk_evaluations(self.memory_limit)
-
-    def integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
-        return sampling.with_boundary_check(self._integrate_box, self.boundary_check, f, lower,
-                                            upper, rtol=rtol, atol=atol, max_evals=max_evals)
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
@@ -288,11 +284,3 @@ class QuasiMonteCarlo(base.Engine):
             if met or (self.stop_on_nonfinite and n_bad):
                 break
         return evaluations, n_bad, z
-
-
-def integrate_box(f: Callable, lower, upper, *, rtol: float = base.DEFAULT_RTOL,
-                  atol: float = base.DEFAULT_ATOL, max_evals: int = base.DEFAULT_MAX_EVALS,
-                  **options) -> base.IntegrationResult:
-    """``QuasiMonteCarlo(**options).integrate`` over the box ``[lower, upper]``."""
-    return QuasiMonteCarlo(**options).integrate(f, base.Box(lower, upper), rtol=rtol, atol=atol,
-                                                max_evals=max_evals)

@@ -13,9 +13,7 @@ holds the pieces of that machinery:
   (:func:`neumaier_add`);
 - the chunk size derived from the common ``memory_limit`` option
   (:func:`chunk_evaluations`);
-- the record of the steps, the tolerance test and the final status (:class:`Progress`), and
-  the boundary probe of the cube engines applied with the engine's ``boundary_check`` option
-  (:func:`with_boundary_check`).
+- the record of the steps, the tolerance test and the final status (:class:`Progress`).
 """
 
 from __future__ import annotations
@@ -172,12 +170,3 @@ class Progress:
             value=val_user, error=err_user, converged=bool(self.met and not nonfinite),
             status=status, evaluations=evaluations, seconds=time.perf_counter() - started,
             method=method, info=info)
-
-
-def with_boundary_check(integrate_box: Callable, boundary_check: bool, f: Callable, lower,
-                        upper, **tolerances) -> base.IntegrationResult:
-    """``integrate_box(f, lower, upper, **tolerances)``, followed when ``boundary_check`` by
-    the probe of :func:`loopint.engines.base.checks_boundary` for an integrand unbounded
-    towards a face."""
-    return base.checks_boundary(integrate_box)(f, lower, upper, boundary_check=boundary_check,
-                                               **tolerances)
