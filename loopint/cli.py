@@ -411,7 +411,7 @@ def _compute(a, p, **kw):
 
 
 def cmd_compute(a) -> int:
-    from .compute import write_json_atomic
+    from .io import write_json_atomic
     from .problem import load
     p = load(a.file)
     if a.resume and not a.json:
@@ -455,7 +455,7 @@ def parse_param(text: str):
 
 def cmd_scan(a) -> int:
     import numpy as np
-    from .compute import write_json_atomic
+    from .io import write_json_atomic
     from .files import write_text_atomic
     from .problem import load
     p = load(a.file)

@@ -13,7 +13,7 @@ import pytest
 
 import loopint
 from loopint.engines import cubature
-from loopint.lower import Integrand
+from loopint.contour import ContourIntegrand as Integrand
 from loopint.problem import load
 
 HERE = os.path.dirname(__file__)
