@@ -12,6 +12,9 @@ integrals ``I(delta_j)`` to ``delta -> 0`` (seed 000, Sec. 4.4), and usable on a
   ``I(delta) ~ I + sum_l a_l phi_l(delta)``, e.g. ``["delta", "delta*log(delta)"]``.
 * :func:`geometric_sequence` -- ``delta_j = delta0 * q**-j``.
 * :func:`epsilon_table` -- the plain epsilon table, for inspection.
+* :func:`extrapolate` -- a complex sequence ``I(delta_j)`` with error estimates to ``delta
+  -> 0``: per part the better of Wynn's epsilon and rational extrapolation over windows of
+  consecutive deltas (:func:`rational_windows`), see :mod:`extrapolation.choice`.
 
 Every method returns an :class:`ExtrapolationResult` with ``value``, ``error``, ``converged``,
 ``status``; ``converged`` is True only when the error estimate meets ``max(atol, rtol*|value|)``
@@ -19,6 +22,7 @@ and the method behaved regularly (see :mod:`extrapolation.safeguards`).
 """
 
 from .aitken import aitken_delta2
+from .choice import extrapolate, rational_windows
 from .rational import rational
 from .result import STATUSES, ExtrapolationResult
 from .richardson import power_log, richardson
@@ -31,9 +35,11 @@ __all__ = [
     "WynnEpsilon",
     "aitken_delta2",
     "epsilon_table",
+    "extrapolate",
     "geometric_sequence",
     "power_log",
     "rational",
+    "rational_windows",
     "richardson",
     "shanks_gradient",
     "wynn_epsilon",

@@ -15,14 +15,15 @@ from . import precision as _precision  # noqa: F401  (sets jax_enable_x64 once)
 
 __version__ = "0.1.0"
 
-from .compute import Result, compute  # noqa: E402
+from .compute import compute  # noqa: E402
 from .diagram import Diagram  # noqa: E402
-from .errors import DiagramError, SpecError  # noqa: E402
-from .region import Region  # noqa: E402
 from .engines.base import IntegrationResult  # noqa: E402
+from .errors import DiagramError, SpecError  # noqa: E402
 from .integrate import integrate  # noqa: E402
 from .lower import Integrand  # noqa: E402
 from .problem import Problem, Settings, load  # noqa: E402
+from .region import Region  # noqa: E402
+from .result import Result  # noqa: E402
 
 __all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
            "Result", "Settings", "SpecError", "compute", "integrate", "load", "__version__"]

@@ -146,7 +146,8 @@ def _fmt(v: complex, e: complex) -> str:
 
 def cmd_show(a) -> int:
     from .diagram import DiagramError
-    from .problem import SpecError, load
+    from .errors import SpecError
+    from .problem import load
     p = load(a.file)
     d = p.diagram
     print(f"diagram     {d.name}  ({d.form} form, {a.file})")
@@ -183,7 +184,7 @@ def _show_convergence(path: str, d, kinematics) -> None:
     or for generic kinematics when the file gives a scan; for a regulated integral its pole
     structure (:func:`loopint.dimreg.structure`)."""
     from .divergence import analyze
-    from .problem import SpecError
+    from .errors import SpecError
     from .diagram import DiagramError
     scalar = not any(hasattr(v, "__len__") for v in kinematics.values())
     if d.regulated:
@@ -392,7 +393,7 @@ def _compute(a, p, **kw):
     import warnings
     from .compute import compute
     from .diagram import DiagramError
-    from .problem import SpecError
+    from .errors import SpecError
     try:
         with _Progress(a.quiet, label=p.diagram.name) as progress, warnings.catch_warnings():
             # F's coefficients at a point where a denominator vanishes or a value overflows:
@@ -411,7 +412,7 @@ def _compute(a, p, **kw):
 
 
 def cmd_compute(a) -> int:
-    from .compute import write_json_atomic
+    from .io import write_json_atomic
     from .problem import load
     p = load(a.file)
     if a.resume and not a.json:
@@ -455,7 +456,7 @@ def parse_param(text: str):
 
 def cmd_scan(a) -> int:
     import numpy as np
-    from .compute import write_json_atomic
+    from .io import write_json_atomic
     from .files import write_text_atomic
     from .problem import load
     p = load(a.file)
@@ -554,7 +555,7 @@ def main(argv=None) -> int:
         print(f"loopint: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from .diagram import DiagramError
-    from .problem import SpecError
+    from .errors import SpecError
     try:
         return {"show": cmd_show, "compute": cmd_compute, "scan": cmd_scan,
                 "bench": cmd_bench}[a.command](a)

@@ -51,18 +51,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from math import factorial
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy
 
+from . import engines
 from . import precision as _precision
-from .diagram import EPS, Diagram, DiagramError, is_scaleless
+from .contour import CROSS_CHECK_SIGMAS, det_identity_minus_i
+from .diagram import EPS, Diagram
+from .errors import DiagramError
+from .io import jsonable
+from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
 from .region import classify_coefficients
-from .lower import _det_identity_minus_i, _poly_code, _walk, kinematics_array
+from .plan import engine_domain, integrand, make_engine, reduced, support_groups
+from .result import Result, device_name
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
 
 # Singular coordinates are clamped at this value (float64; float32 below): the subtracted
@@ -138,8 +143,8 @@ class SeriesIntegrand:
         self.a0, self.a1 = split_eps(diagram.U_exponent)
         self.b0, self.b1 = split_eps(diagram.F_exponent)
         pw = [split_eps(p) for p in diagram.powers]
-        self._codeU = _poly_code(diagram.U, self.xs)
-        self._codeF = _poly_code(diagram.F, self.xs)
+        self._codeU = poly_code(diagram.U, self.xs)
+        self._codeF = poly_code(diagram.F, self.xs)
         EU = self._codeU.exponents.astype(np.int64)
         EF = self._codeF.exponents.astype(np.int64)
         try:
@@ -220,7 +225,7 @@ class SeriesIntegrand:
         env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
         cache: dict = {}
         K = kin.shape[0]
-        cols = [jnp.broadcast_to(jnp.asarray(_walk(c, env, cache), self.rdtype), (K,))
+        cols = [jnp.broadcast_to(jnp.asarray(evaluate_expr(c, env, cache), self.rdtype), (K,))
                 for c in code.coefficients]
         return jnp.stack(cols, axis=1)
 
@@ -393,7 +398,7 @@ class SeriesIntegrand:
         # dz_k/dt_j = delta_kj - i lam M_kj, M_kj = delta_kj (1 - 2 t_k) g_k + w_k H_kj
         Mx = [[w[:, k] * Hm[max(k, j), min(k, j)] + ((1.0 - 2.0 * t[:, k]) * g[k] if j == k else 0.0)
                for j in range(d)] for k in range(d)]
-        jac = _det_identity_minus_i(Mx, lam)
+        jac = det_identity_minus_i(Mx, lam)
         ok = jnp.all(jnp.isfinite(t), axis=1)
         return z, jnp.stack(r, axis=1), jac, ok
 
@@ -463,7 +468,7 @@ def _coefficients(code, sym_objs, kin) -> np.ndarray:
     env = {s: kin[:, i] for i, s in enumerate(sym_objs)}
     cache: dict = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64),
+        cols = [np.broadcast_to(np.asarray(evaluate_expr(c, env, cache), dtype=np.float64),
                                 (kin.shape[0],)) for c in code.coefficients]
     return np.stack(cols, axis=1)
 
@@ -496,7 +501,6 @@ def series_integrand(diagram: Diagram, hi: int, precision: str = "float64") -> S
 
 
 def _pilot(si: SeriesIntegrand, f) -> np.ndarray:
-    from .lower import kronecker_points
     pts = jnp.asarray(kronecker_points(PILOT_POINTS, si.ndim), si.rdtype)
     return np.asarray(_apply(f, pts))
 
@@ -547,21 +551,16 @@ def _deformation_lambda(si: SeriesIntegrand, kin: np.ndarray) -> tuple[np.ndarra
 
 
 def _choose_method(s, ndim: int) -> str:
-    """``auto``: cubature in one variable, QMC otherwise.  The subtracted sector integrands
-    have logarithms at the faces (the eps expansion of t^(B eps)), which the Korobov
-    periodization smooths and which slow the adaptive cubature down: on a 2-core CPU the
-    physical on-shell box at rtol 1e-8 takes 1.7 s by QMC and 25 s by cubature, whose error
-    estimate there is 10^4 times its true error (README, dimensional regularization)."""
+    """``s.method``, or for ``auto`` :func:`loopint.engines.choose_method` of a ``"series"``
+    integrand (the subtracted sector integrands have logarithms at the faces)."""
     if s.method != "auto":
         return s.method
-    return "cubature" if ndim <= 1 else "qmc"
+    return engines.choose_method(ndim, "series")
 
 
 def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None) -> dict:
     """Integrate the bare series at the points ``kin`` (all of one region kind); ``pilot``:
     the integrand's pilot sample if the caller has it."""
-    from .compute import _run_engine
-
     f = si.bind(kin, mode, lam)
     if pilot is None:
         pilot = _pilot(si, f)
@@ -570,8 +569,9 @@ def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None
     scale = float(np.min(mean.max(axis=1)))
     atol = s.atol if s.atol > 0 else max(s.rtol * ATOL_FRACTION * scale, 1e-300)
     method = _choose_method(s, si.ndim)
-    r = _run_engine(method, f, si.ndim, s, s.rtol, atol, "decomposed",
-                    stop_on_nonfinite=(mode == "deform"))
+    engine = make_engine(method, s, si.ndim, stop_on_nonfinite=(mode == "deform"))
+    r = engine.integrate(f, engine_domain(method, "decomposed", si.ndim), rtol=s.rtol, atol=atol,
+                         max_evals=int(s.max_evals))
     v = np.asarray(r.value).astype(complex).reshape(K, si.M)
     e = np.asarray(r.error).astype(complex).reshape(K, si.M)
     return {"value": v, "error": e, "converged": bool(r.converged), "status": r.status,
@@ -584,7 +584,6 @@ def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarra
     sector's deformation half as strong.  By Cauchy's theorem both contours give the same
     coefficients; a difference of more than CROSS_CHECK_SIGMAS combined errors in any of them
     means that one of the contours is not valid (status ``methods disagree``)."""
-    from .compute import CROSS_CHECK_SIGMAS
     other = _run(si, kin, "deform", s, lam * CROSS_CHECK_LAMBDA_RATIO)
     diff = out["value"] - other["value"]
     sig = np.hypot(np.abs(out["error"]), np.abs(other["error"]))
@@ -686,17 +685,15 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
 
 def compute_series(problem, s, progress, t_start: float):
     """:func:`loopint.compute` for a regulated diagram: the Laurent coefficients."""
-    from .compute import Result, _integrand, _jsonable, _reduced, _support_groups, device_name
-
     diagram = problem.diagram
     batched = any(np.ndim(v) for v in problem.kinematics.values())
     order = 0 if s.eps_order is None else s.eps_order
-    probe = _integrand(diagram, "simplex", "none", "float64")
+    probe = integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)
     K = kin.shape[0]
     parts = []
-    for keep_U, keep_F, idx in _support_groups(probe, kin):
-        red = _reduced(diagram, probe, keep_U, keep_F, kin[idx])
+    for keep_U, keep_F, idx in support_groups(probe, kin):
+        red = reduced(diagram, probe, keep_U, keep_F, kin[idx])
         parts.append((idx, _series_group(red, kin[idx], s, order)))
     first = min(p["first"] for _, p in parts)
     J = order - first + 1
@@ -735,7 +732,7 @@ def compute_series(problem, s, progress, t_start: float):
         value=coefficients[main], error=errors[main], converged=converged, status=st,
         method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
         evaluations=int(evaluations), seconds=seconds, device=device_name(),
-        diagram=diagram.name, kinematics={k: _jsonable(v) for k, v in problem.kinematics.items()},
+        diagram=diagram.name, kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
         settings=s.to_dict(), region=region if batched else region[0],
         info={"series": info if batched else info[0], "eps_order": order,
               "point_converged": ok.tolist() if batched else None, "seconds_this_run": seconds,
@@ -748,13 +745,12 @@ def compute_series(problem, s, progress, t_start: float):
 def _reduced_at(diagram: Diagram, kinematics) -> tuple[Diagram, np.ndarray | None]:
     """The diagram with the monomials that vanish at a single kinematic point dropped, and
     that point as ``kin[1, s]`` (None without kinematics: generic supports)."""
-    from .compute import _integrand, _reduced, _support_groups
     if kinematics is None:
         return diagram, None
-    probe = _integrand(diagram, "simplex", "none", "float64")
+    probe = integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(kinematics)
-    keep_U, keep_F, _ = _support_groups(probe, kin)[0]
-    return _reduced(diagram, probe, keep_U, keep_F, kin), kin
+    keep_U, keep_F, _ = support_groups(probe, kin)[0]
+    return reduced(diagram, probe, keep_U, keep_F, kin), kin
 
 
 def structure(diagram: Diagram, kinematics: Mapping[str, float] | None = None,

@@ -31,6 +31,9 @@ Domains (``domain=``):
     evaluated as one cube integrand, a scan over the sectors.
   * ``"simplex"``: x_1..x_{N-1} are the simplex coordinates themselves (sum <= 1), x_N = 1 - sum,
     Jacobian 1: for the iterated engine, which integrates with variable limits.
+The deformed contour of the primary sectors (a second method for the physical region) is
+:class:`loopint.contour.ContourIntegrand`, an Integrand that can also be bound there.
+
 Boundary transformations (``transform=``, cube domains only): ``"none"``, ``"sidi<m>"``,
 ``"korobov<r>"``, ``"baker"`` (see :mod:`loopint.engines.periodize`), applied per axis with
 their Jacobian before the domain map.
@@ -87,7 +90,7 @@ def _subtraction_table(e: np.ndarray) -> dict | None:
     return {"index": index, "valid": valid, "exponent": expo}
 
 
-def _walk(expr, env: dict, cache: dict):
+def evaluate_expr(expr, env: dict, cache: dict):
     """Evaluate a sympy expression tree with jax.numpy on the arrays in ``env``."""
     key = expr
     if key in cache:
@@ -97,22 +100,22 @@ def _walk(expr, env: dict, cache: dict):
     elif expr.is_Integer or expr.is_Rational or expr.is_Float:
         out = float(expr)
     elif expr.is_Add:
-        terms = [_walk(a, env, cache) for a in expr.args]
+        terms = [evaluate_expr(a, env, cache) for a in expr.args]
         out = terms[0]
         for t in terms[1:]:
             out = out + t
     elif expr.is_Mul:
-        factors = [_walk(a, env, cache) for a in expr.args]
+        factors = [evaluate_expr(a, env, cache) for a in expr.args]
         out = factors[0]
         for t in factors[1:]:
             out = out * t
     elif expr.is_Pow:
-        base = _walk(expr.base, env, cache)
+        base = evaluate_expr(expr.base, env, cache)
         e = expr.exp
         if e.is_Integer and 0 < int(e) <= 16:
-            out = _ipow(base, int(e))
+            out = ipow(base, int(e))
         elif e.is_Integer and -16 <= int(e) < 0:
-            out = 1.0 / _ipow(base, -int(e))
+            out = 1.0 / ipow(base, -int(e))
         elif e == sympy.Rational(1, 2):
             out = jnp.sqrt(base)
         else:
@@ -123,7 +126,7 @@ def _walk(expr, env: dict, cache: dict):
     return out
 
 
-def _ipow(b, k: int):
+def ipow(b, k: int):
     """b**k by repeated squaring (exact op count, fuses well)."""
     result = None
     while k:
@@ -136,7 +139,7 @@ def _ipow(b, k: int):
 
 
 @dataclass(frozen=True)
-class _PolyCode:
+class PolyCode:
     """A polynomial in x with kinematic coefficients, in two views.
 
     * monomial view (for classification): ``exponents[T, N]`` and one sympy coefficient (in the
@@ -152,7 +155,7 @@ class _PolyCode:
     horner: tuple
 
 
-def _poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> _PolyCode:
+def poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> PolyCode:
     poly = sympy.Poly(sympy.expand(P), *xs)
     expo, coefs = [], []
     groups: dict = {}
@@ -165,13 +168,13 @@ def _poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> _PolyCode:
             groups[kpart] = groups.get(kpart, 0) + num * xmono
     keys = list(groups)
     hs = tuple(sympy.horner(groups[k], *xs) if len(xs) else groups[k] for k in keys)
-    return _PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs)
+    return PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs)
 
 
-class _PolySet:
+class PolySet:
     """Several polynomials in x with kinematic coefficients, generated together.
 
-    Each polynomial is split by :func:`_poly_code` into kinematic monomials times Horner
+    Each polynomial is split by :func:`poly_code` into kinematic monomials times Horner
     forms in x, and one sympy CSE runs over all the Horner forms, so that the set shares its
     monomials in x (U and F; or U, F and their derivatives for the contour deformation).
     Calling it on N columns ``[n]`` (real or complex) and ``kin[K, s]`` returns one ``[n, K]``
@@ -182,7 +185,7 @@ class _PolySet:
                  kin_symbols: Sequence[sympy.Symbol]):
         self.xs = tuple(xs)
         self.kin_symbols = tuple(kin_symbols)
-        self.codes = tuple(_poly_code(P, self.xs) for P in polys)
+        self.codes = tuple(poly_code(P, self.xs) for P in polys)
         flat = [h for c in self.codes for h in c.horner]
         repl, reduced = sympy.cse(flat, symbols=sympy.numbered_symbols("_cse"),
                                   optimizations="basic")
@@ -196,12 +199,11 @@ class _PolySet:
     def __call__(self, cols, kin, rdtype, flat: bool = False):
         """``flat`` (one kinematic point, K = 1): return ``[n]`` arrays instead of ``[n, 1]``.
         Keeping the whole chain rank 1 lets XLA fuse it with the random numbers and the sum
-        of an engine; a rank change in the middle made it materialize intermediates (issue 3
-        benchmark: 0.6x the throughput on the H200)."""
+        of an engine; a rank change in the middle makes it materialize intermediates."""
         env = dict(zip(self.xs, cols))
         cache: dict = {}
         for sym, sub in self.repl:
-            env[sym] = _walk(sub, env, cache)
+            env[sym] = evaluate_expr(sub, env, cache)
         kenv = {s: kin[:, i] for i, s in enumerate(self.kin_symbols)}
         kcache: dict = {}
         K = kin.shape[0]
@@ -209,8 +211,8 @@ class _PolySet:
         for code, exprs in zip(self.codes, self.exprs):
             total = None
             for kappa, e in zip(code.kin_monomials, exprs):
-                p = _walk(e, env, cache)
-                k = jnp.broadcast_to(jnp.asarray(_walk(kappa, kenv, kcache), rdtype), (K,))
+                p = evaluate_expr(e, env, cache)
+                k = jnp.broadcast_to(jnp.asarray(evaluate_expr(kappa, kenv, kcache), rdtype), (K,))
                 if flat:
                     term = p if kappa == 1 else p * k[0]
                 else:
@@ -260,9 +262,8 @@ class Integrand:
         self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
         self.a = sympy.nsimplify(diagram.U_exponent)
         self.b = sympy.nsimplify(diagram.F_exponent)
-        self._UFset = _PolySet([diagram.U, diagram.F], self.xs, self._sym_objs)
+        self._UFset = PolySet([diagram.U, diagram.F], self.xs, self._sym_objs)
         self._U, self._F = self._UFset.codes
-        self._derivset = None            # U, F and their derivatives: built on first deformation
         self._nu_minus_1 = tuple(sympy.nsimplify(p - 1) for p in diagram.powers)
         self.sectors = None
         if domain == "decomposed":
@@ -295,12 +296,12 @@ class Integrand:
         """Coefficients of U's monomials (``U_exponents``) at each kinematic point: [K, T]."""
         return self._coefficients(self._U, kin)
 
-    def _coefficients(self, code: _PolyCode, kin) -> np.ndarray:
+    def _coefficients(self, code: PolyCode, kin) -> np.ndarray:
         kin = np.asarray(kin, dtype=np.float64)
         env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
         cache: dict = {}
         with np.errstate(divide="ignore", invalid="ignore"):   # reported by the callers
-            cols = [np.broadcast_to(np.asarray(_walk(c, env, cache), dtype=np.float64),
+            cols = [np.broadcast_to(np.asarray(evaluate_expr(c, env, cache), dtype=np.float64),
                                     (kin.shape[0],)) for c in code.coefficients]
         return np.stack(cols, axis=1)
 
@@ -371,32 +372,32 @@ class Integrand:
 
         ``weight[n]`` (Jacobian of the map, optional) multiplies the real prefactor
         ``x^(nu-1) U^a`` before the delta axis is formed, so that the tail stays one cheap
-        elementwise chain that XLA fuses with the polynomials (issue 3 benchmark).
+        elementwise chain that XLA fuses with the polynomials.
         """
         # one kinematic point and one delta: the whole chain on [n] arrays, [n, 1] at the very
-        # end (see _PolySet: a rank change in the middle costs the fusion)
+        # end (see PolySet: a rank change in the middle costs the fusion)
         R = delta.shape[0]
         flat = kin.shape[0] == 1 and R == 1
         U, F = self._UF(cols, kin, flat)                                   # [n, K] or [n]
         scale = self._x_powers(cols, weight)
         a, b = self.a, self.b
-        Ua = _power_real(U, a)
+        Ua = power_real(U, a)
         if scale is not None:
             Ua = Ua * (scale if flat else scale[:, None])
         if flat:
             if real:
-                return (Ua / _power_real(F, b))[:, None]
+                return (Ua / power_real(F, b))[:, None]
             z = jax.lax.complex(F, -(delta[0] * U * sum(cols[1:], cols[0])))
-            return (Ua * _power_complex(z, b))[:, None]
+            return (Ua * power_complex(z, b))[:, None]
         if real:
-            val = Ua / _power_real(F, b)                                   # [n, K]
+            val = Ua / power_real(F, b)                                    # [n, K]
             if R == 1:
                 return val
             return jnp.broadcast_to(val[:, :, None], val.shape + (R,)).reshape(val.shape[0], -1)
         S = sum(cols[1:], cols[0])
         im = -(delta[None, None, :] * U[:, :, None] * jnp.reshape(S, (-1, 1, 1)))
         z = jax.lax.complex(jnp.broadcast_to(F[:, :, None], im.shape), im)
-        val = Ua[:, :, None] * _power_complex(z, b)
+        val = Ua[:, :, None] * power_complex(z, b)
         return val.reshape(val.shape[0], -1)
 
     def _x_powers(self, cols, scale=None):
@@ -404,7 +405,7 @@ class Integrand:
         both are trivial (unit powers, no scale)."""
         for j, e in enumerate(self._nu_minus_1):
             if e != 0:
-                f = _ipow(cols[j], int(e)) if e.is_Integer and e > 0 else cols[j] ** float(e)
+                f = ipow(cols[j], int(e)) if e.is_Integer and e > 0 else cols[j] ** float(e)
                 scale = f if scale is None else scale * f
         return scale
 
@@ -542,155 +543,6 @@ class Integrand:
         fn = self._real_eval if real else self._complex_eval
         return jax.tree_util.Partial(fn, jnp.asarray(kin, self.rdtype), jnp.asarray(d, self.rdtype))
 
-    # ------------------------------------------------------------------ contour deformation
-    def bind_deformed(self, kinematics: Mapping[str, object] | np.ndarray, lam: float):
-        """The integrand at delta = 0 on a deformed contour (a second method for the physical
-        region, beside the delta sequence): ``f(u) -> [n, 1]`` complex, for ONE kinematic point.
-
-        Primary sectors only (``domain="sectors"``).  The deformation is projective: with
-        V = F/U (homogeneous of degree 1), every Feynman parameter moves to
-
-            z_k = x_k (1 - i lam dV/dx_k(x)),
-
-        homogeneous of degree 1 in x, so it is one deformation of the projective integration
-        cycle (the coordinate faces x_k = 0 stay in place) seen through each sector's chart
-        x_l = 1; the artificial sector boundaries x_k = 1 move with everything else.  To first
-        order Im V(z) = -lam sum_k x_k^2 (dV/dx_k)^2 <= 0, the Feynman prescription F - i0, so by
-        Cauchy's theorem the integral is the delta -> 0 limit itself (the deformation of
-        feyntrop, Borinsky, Munch and Tellander 2023).  On a chart x_l = 1 the pulled-back
-        measure is det(dz/dx) with the full N x N Jacobian (Euler: (dz/dx) x = z), built from
-        the first and second derivatives of U and F, generated symbolically like U and F.  A
-        point where the deformation fails (Im V(z) > 0: lam too large, or negative) returns
-        NaN, which the engines count and report: such a result is never "converged".
-        """
-        if self.domain != "sectors":
-            raise ValueError("contour deformation is implemented for domain='sectors'")
-        kin = self._kin(kinematics)
-        kin = np.asarray(kin, dtype=np.float64)
-        if kin.shape[0] != 1:
-            raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
-        self._derivatives()
-        return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
-                                     jnp.asarray(float(lam), self.rdtype))
-
-    def deformation_lambda(self, kinematics: Mapping[str, object] | np.ndarray,
-                           n: int = 4096) -> float:
-        """A deformation strength for :meth:`bind_deformed`, from a deterministic pilot sample.
-
-        lam is dimensionful (V = F/U has the units of the kinematics), so candidates are taken
-        relative to lam0 = 1 / max |dV/dx_k| over a Kronecker grid of ``n`` points in every
-        sector: lam = c lam0 for c = 1/4 .. 16 in factors of 2.  A candidate is valid when the
-        deformation holds (Im V(z) <= 0, no NaN) at every grid point, and eligible when the
-        next larger one is valid too (a margin against the points the grid misses).  The
-        eligible candidate with the smallest sample variance of the integrand (real plus
-        imaginary) wins: the variance is what cubature and QMC pay for.  When none is
-        eligible, lam0/4 is halved until valid.
-        """
-        kin = self._kin(kinematics)
-        kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
-        self._derivatives()
-        t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
-        worst = float(self._pilot_max_v(kin, t))
-        lam0 = 1.0 / worst if worst > 0 else 1.0
-        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-        stats = []
-        for c in factors:
-            vals = np.asarray(self._deformed_jit(kin, c * lam0, t))[:, 0]
-            ok = bool(np.all(np.isfinite(vals)))
-            stats.append((ok, float(np.var(vals.real) + np.var(vals.imag)) if ok else np.inf))
-        eligible = [(stats[i][1], factors[i]) for i in range(len(factors) - 1)
-                    if stats[i][0] and stats[i + 1][0]]
-        if eligible:
-            return float(min(eligible)[1] * lam0)
-        lam = factors[0] * lam0
-        for _ in range(30):
-            lam *= 0.5
-            if bool(np.all(np.isfinite(np.asarray(self._deformed_jit(kin, lam, t))))):
-                break
-        return float(lam)
-
-    @partial(jax.jit, static_argnums=0)
-    def _pilot_max_v(self, kin, t):
-        """max_k |dV/dx_k| over the points t of every sector."""
-        def sector(carry, idx):
-            x = self._sector_columns(t, idx)
-            v, _ = self._deformation_terms(x, kin)
-            return jnp.maximum(carry, jnp.max(jnp.abs(jnp.stack(v)))), None
-        out, _ = jax.lax.scan(sector, jnp.zeros((), self.rdtype), self._sector_index())
-        return out
-
-    @partial(jax.jit, static_argnums=0)
-    def _deformed_jit(self, kin, lam, u):
-        return self._deformed_eval(kin, lam, u)
-
-    def _derivatives(self):
-        """The generated set U, F, dU/dx_k, dF/dx_k, d2U/dx_k dx_j, d2F/dx_k dx_j (j <= k)."""
-        if self._derivset is None:
-            U, F, xs = self.diagram.U, self.diagram.F, self.xs
-            polys = [U, F] + [sympy.diff(U, x) for x in xs] + [sympy.diff(F, x) for x in xs]
-            pairs = [(k, j) for k in range(self.N) for j in range(k + 1)]
-            polys += [sympy.diff(U, xs[k], xs[j]) for k, j in pairs]
-            polys += [sympy.diff(F, xs[k], xs[j]) for k, j in pairs]
-            self._derivset = (_PolySet(polys, xs, self._sym_objs), pairs)
-        return self._derivset
-
-    def _sector_index(self):
-        """[N, N] int32: row l lists, for x_1..x_N in sector l, the column of [t | 1] to use."""
-        d = self.ndim
-        return jnp.asarray([[k if k < l else (d if k == l else k - 1) for k in range(self.N)]
-                            for l in range(self.N)], jnp.int32)
-
-    def _sector_columns(self, t, idx):
-        """The N Feynman parameters of a primary sector (x_l = 1) as columns: ``idx`` is a row
-        of :meth:`_sector_index` (traced, so one scan body serves every sector)."""
-        ext = jnp.concatenate([t, jnp.ones(t.shape[:1] + (1,), t.dtype)], axis=1)
-        full = jnp.take(ext, idx, axis=1)
-        return [full[:, k] for k in range(self.N)]
-
-    def _deformation_terms(self, x, kin):
-        """At real points (N columns), with V = F/U: v_k = dV/dx_k and the Hessian d2V/dx_k dx_j
-        ([n] each; the Hessian as a dict over j <= k)."""
-        dset, pairs = self._derivatives()
-        N = self.N
-        vals = dset(x, kin, self.rdtype, flat=True)                        # one point: [n] each
-        U, F = vals[0], vals[1]
-        Uk, Fk = vals[2:2 + N], vals[2 + N:2 + 2 * N]
-        nP = len(pairs)
-        Ukj = dict(zip(pairs, vals[2 + 2 * N:2 + 2 * N + nP]))
-        Fkj = dict(zip(pairs, vals[2 + 2 * N + nP:]))
-        V = F / U
-        v = [(Fk[k] - V * Uk[k]) / U for k in range(N)]
-        H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) / U
-             for k, j in pairs}
-        return v, H
-
-    def _deformed_eval(self, kin, lam, u):
-        kin = jnp.asarray(kin, self.rdtype)
-        u = jnp.asarray(u, self.rdtype)
-        t, w = self._transform(u)
-        N = self.N
-
-        def sector(total, idx):
-            x = self._sector_columns(t, idx)
-            v, H = self._deformation_terms(x, kin)
-            z = [jax.lax.complex(x[k], -lam * x[k] * v[k]) for k in range(N)]
-            # dz_k/dx_j = delta_kj - i lam A_kj,  A = diag(v) + diag(x) H
-            A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
-                 for k in range(N)]
-            jac = _det_identity_minus_i(A, lam)                            # [n]
-            U, F = self._UF(z, kin, flat=True)
-            val = self._x_powers(z, jac) * _power_real(U, self.a) * _power_complex(F, self.b)
-            imV = jnp.imag(F * jnp.conj(U))                                # sign of Im(F/U)
-            bad = imV > 1e-12 * jnp.abs(F) * jnp.abs(U)
-            return total + jnp.where(bad, jnp.nan, val), None
-
-        # one traced sector body, scanned over the N sectors: the program (and the GPU
-        # compilation time) does not grow with N
-        total, _ = jax.lax.scan(sector, jnp.zeros(t.shape[:1], self.cdtype), self._sector_index())
-        if w is not None:
-            total = total * w
-        return total[:, None]
-
     def _real_eval(self, kin, delta, u):
         return self._evaluate(kin, delta, u, real=True)
 
@@ -719,7 +571,7 @@ def kronecker_points(n: int, d: int) -> np.ndarray:
                     axis=1)
 
 
-def _power_real(v, e):
+def power_real(v, e):
     """v**e for real v > 0 and a rational exponent, exact integer powers where possible; for
     complex v (U on a deformed contour, near the positive axis) the principal branch."""
     e = sympy.nsimplify(e)
@@ -727,7 +579,7 @@ def _power_real(v, e):
         return jnp.ones_like(v)
     if e.is_Integer:
         k = int(e)
-        return _ipow(v, k) if k > 0 else 1.0 / _ipow(v, -k)
+        return ipow(v, k) if k > 0 else 1.0 / ipow(v, -k)
     if e == sympy.Rational(1, 2):
         return jnp.sqrt(v)
     if e == -sympy.Rational(1, 2):
@@ -735,32 +587,7 @@ def _power_real(v, e):
     return v ** float(e)
 
 
-def _det_identity_minus_i(A, lam):
-    """det(I - i lam A) for a batch of real N x N matrices given as nested lists of [n] arrays.
-
-    Gaussian elimination without pivoting, unrolled into elementwise operations (XLA fuses
-    them; no LAPACK call per point).  Safe without pivoting for the deformation's A = diag(v) +
-    diag(x) H with H symmetric and x >= 0: A is similar, through the positive diagonal
-    diag(x)^(1/2), to a real symmetric matrix, so I - i lam A has the pivots of a matrix whose
-    Hermitian part is the identity; that class is closed under Schur complements, every pivot
-    has real part >= 1 and elimination is stable.
-    """
-    N = len(A)
-    M = [[jax.lax.complex(jnp.full_like(A[k][j], 1.0 if j == k else 0.0), -lam * A[k][j])
-          for j in range(N)] for k in range(N)]
-    det = None
-    for p in range(N):
-        piv = M[p][p]
-        det = piv if det is None else det * piv
-        inv = 1.0 / piv
-        for k in range(p + 1, N):
-            f = M[k][p] * inv
-            for j in range(p + 1, N):
-                M[k][j] = M[k][j] - f * M[p][j]
-    return det
-
-
-def _power_complex(z, b):
+def power_complex(z, b):
     """z**(-b) on the branch of (F - i0)^(-b): arg z in [-pi, 0] (Im z <= 0)."""
     b = sympy.nsimplify(b)
     if b == 0:
@@ -768,15 +595,15 @@ def _power_complex(z, b):
     if b.is_Integer:
         k = int(b)
         if k < 0:
-            return _ipow(z, -k)
+            return ipow(z, -k)
         # 1/z as conj(z)/|z|^2 in real arithmetic, then its k-th power: one real division per
         # value where XLA's complex division takes several plus the overflow guards of
-        # Smith's algorithm (1.7x faster pentagon integrand on a CPU).  Exact to rounding
-        # while |z|^2 is a normal number: 1e-154 < |z| < 1e154 in float64 (1e-19 to 1e19 in
-        # float32), far outside the values of F in any units of mass used in practice.
+        # Smith's algorithm.  Exact to rounding while |z|^2 is a normal number: 1e-154 < |z| <
+        # 1e154 in float64 (1e-19 to 1e19 in float32), far outside the values of F in any
+        # units of mass used in practice.
         re, im = jnp.real(z), jnp.imag(z)
         s = 1.0 / (re * re + im * im)
-        return _ipow(jax.lax.complex(re * s, -im * s), k)
+        return ipow(jax.lax.complex(re * s, -im * s), k)
     # general b: exp(-b (log|z| + i arg z)), with arg = -pi on the negative real axis even when
     # the imaginary part is exactly zero (delta = 0): the +i0 of the propagators.
     re, im = jnp.real(z), jnp.imag(z)

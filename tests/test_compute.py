@@ -1,4 +1,4 @@
-"""The regulator driver and loopint.compute against closed forms (REFERENCES.md).
+"""The regulator driver and loopint.compute against closed forms.
 
 C0(0,0,s;m,m,m): below threshold (delta = 0 path) to 1e-9 and above threshold (delta-sequence
 + Wynn epsilon or rational extrapolation in delta) to 1e-6 relative, real and
@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 import loopint
-from loopint.compute import _extrapolate, _integrand, compute
-from extrapolation import geometric_sequence
+from loopint.compute import compute
+from loopint.plan import integrand
 from physical_points import c0_equal
-from extrapolation.wynn import wynn_epsilon
 
 TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
                 external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
@@ -94,37 +93,6 @@ def test_delta_sequence_errors_are_honest(triangle, s, converges):
     assert len(method) == 1 and method[0].startswith("re: ")
 
 
-def test_each_extrapolation_wins_where_its_model_holds():
-    """Rational in delta (a pole at delta = -2), and analytic at 0 with branch points at
-    +-0.2i inside the sampled range (as a loop integral's I(delta), whose singularities sit on
-    the imaginary axis): the rational fit meets 1e-8 from 16 terms and is chosen.  A sum of
-    geometric sequences in j (delta^(1/2) and delta^2): the epsilon algorithm is exact there
-    and is chosen.  Branch points closer to 0 than the deltas (+-0.02i): not converged, and
-    the error still bounds the true one."""
-    d = geometric_sequence(0.3, 16)             # delta in [0.019, 0.3]
-    errs = np.full((16, 1), 1e-13 * (1 + 1j))
-
-    class S:
-        rtol, atol = 1e-8, 0.0
-    limit = 1.5 + 2j
-    for r in (None, 0.2):
-        f = limit + (0.7 - 0.2j) * (d / (1 + 0.5 * d) if r is None else np.hypot(d, r) - r)
-        out = _extrapolate(f[:, None], errs, S, 1.0, wynn_epsilon, deltas=d)
-        assert out["converged"][0], (r, out)
-        assert out["method"][0].startswith("re: rational") and "im: rational" in out["method"][0]
-        assert abs(out["value"][0] - limit) <= 1e-8 * abs(limit)
-        assert abs(out["value"][0] - limit) <= abs(out["error"][0])
-    rough = 1.0 + 0.3 * np.sqrt(d) + d ** 2
-    out = _extrapolate(rough[:, None] + 0j, errs, S, 1.0, wynn_epsilon, deltas=d)
-    assert out["converged"][0] and out["method"][0].startswith("re: wynn"), out
-    assert abs(out["value"][0] - 1.0) <= 1e-10
-    near = limit + (0.7 - 0.2j) * (np.hypot(d, 0.02) - 0.02)
-    out = _extrapolate(near[:, None], errs, S, 1.0, wynn_epsilon, deltas=d)
-    assert not out["converged"][0]
-    assert abs(out["value"][0].real - limit.real) <= abs(out["error"][0].real)
-    assert abs(out["value"][0].imag - limit.imag) <= abs(out["error"][0].imag)
-
-
 def test_repeated_calls_reuse_the_lowered_integrand(triangle):
     """compute() keeps the lowered integrand of a diagram (keyed by its content), so a second
     call, even with a freshly built equal diagram, lowers no kernel (other kinematics would
@@ -135,9 +103,9 @@ def test_repeated_calls_reuse_the_lowered_integrand(triangle):
     r, lowered = _lowerings(lambda: compute(again, kin, rtol=1e-4, contour="none"))
     assert r.converged and abs(r.value - c0_exact(10.0)) <= 1e-4 * abs(c0_exact(10.0))
     assert lowered == []
-    a = _integrand(triangle, "simplex", "none", "float64")
-    assert _integrand(again, "simplex", "none", "float64") is a
-    assert _integrand(again, "sectors", "none", "float64") is not a
+    a = integrand(triangle, "simplex", "none", "float64")
+    assert integrand(again, "simplex", "none", "float64") is a
+    assert integrand(again, "sectors", "none", "float64") is not a
 
 
 def test_batched_equals_single(triangle):
@@ -193,28 +161,13 @@ def test_resume_refuses_other_problem(triangle, tmp_path):
                 contour="none")
 
 
-def test_rational_windows_leave_out_a_noisy_smallest_delta():
-    """The smallest deltas are the hardest integrals: a last term with a large (honest)
-    error is left out by a window of the rational fit instead of spoiling every fit."""
-    from loopint.compute import _rational_fit
-    d = geometric_sequence(0.3, 16)
-    limit = 1.5
-    f = limit + 0.7 * d / (1 + 0.5 * d)
-    sigma = np.full(16, 1e-13)
-    f[-1] += 3e-6
-    sigma[-1] = 5e-6
-    value, error, label = _rational_fit(d, f[:, None], sigma[:, None])
-    assert abs(value[0] - limit) <= error[0] <= 1e-8, (value, error, label)
-    assert ":" in str(label[0]) and str(label[0]).endswith(":15")
-
-
 def test_which_delta_terms_may_enter_the_extrapolation():
-    from loopint.compute import _term_usable
-    assert _term_usable("converged", "iterated")
-    assert _term_usable("memory_limit: 13451001 regions", "cubature")
-    assert _term_usable("max_evals: stopped after 1e9 evaluations", "cubature")
-    assert not _term_usable("memory_limit: level 3 full", "iterated")
-    assert not _term_usable("nonfinite: integrand returned NaN/inf at 3 points", "cubature")
+    from loopint.delta_sequence import term_usable
+    assert term_usable("converged", "iterated")
+    assert term_usable("memory_limit: 13451001 regions", "cubature")
+    assert term_usable("max_evals: stopped after 1e9 evaluations", "cubature")
+    assert not term_usable("memory_limit: level 3 full", "iterated")
+    assert not term_usable("nonfinite: integrand returned NaN/inf at 3 points", "cubature")
 
 
 # ------------------------------------------------------------------ physical points by default
@@ -267,16 +220,15 @@ def test_cross_check_runs_both_methods(triangle):
 
 
 def test_methods_that_disagree_are_never_converged():
-    from loopint.compute import _combine_physical
-    from loopint.problem import Settings
+    from loopint.contour import combine_physical
     c = {"value": np.array([1.0 + 1.0j]), "error": np.array([1e-8 + 1e-8j]),
          "converged": np.array([True]), "status": ["converged"]}
     d = {"value": np.array([1.0 + 1.001j]), "error": np.array([1e-8 + 1e-8j]),
          "converged": np.array([True]), "status": ["converged"], "points": np.array([0])}
-    out = _combine_physical(c, d, 1, Settings(cross_check=True))
+    out = combine_physical(c, d, 1, cross_check=True)
     assert not out["converged"][0] and out["status"][0].startswith("methods disagree")
     agree = dict(d, value=np.array([1.0 + 1.0j + 2e-8]))
-    out = _combine_physical(c, agree, 1, Settings(cross_check=True))
+    out = combine_physical(c, agree, 1, cross_check=True)
     assert out["converged"][0] and out["cross_check"][0]["sigmas"] < 5
 
 

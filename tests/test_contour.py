@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import loopint
+from loopint.contour import ContourIntegrand as Integrand
 from loopint.engines.cubature import Cubature
-from loopint.lower import Integrand
 from loopint.problem import load
 
 HERE = os.path.dirname(__file__)

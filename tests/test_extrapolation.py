@@ -411,3 +411,46 @@ def test_rational_too_few_terms_breakdown_and_bad_input():
         ex.rational([0.1, 0.1, 0.2, 0.3, 0.4], np.ones(5))
     with pytest.raises(ValueError, match="positive"):
         ex.rational([-0.1, 0.2, 0.3, 0.4, 0.5], np.ones(5))
+
+
+# ------------------------------------------------------------------ extrapolation.choice
+def test_each_extrapolation_wins_where_its_model_holds():
+    """Rational in delta (a pole at delta = -2), and analytic at 0 with branch points at
+    +-0.2i inside the sampled range (as a loop integral's I(delta), whose singularities sit on
+    the imaginary axis): the rational fit meets 1e-8 from 16 terms and is chosen.  A sum of
+    geometric sequences in j (delta^(1/2) and delta^2): the epsilon algorithm is exact there
+    and is chosen.  Branch points closer to 0 than the deltas (+-0.02i): not converged, and
+    the error still bounds the true one."""
+    d = ex.geometric_sequence(0.3, 16)             # delta in [0.019, 0.3]
+    errs = np.full((16, 1), 1e-13 * (1 + 1j))
+    limit = 1.5 + 2j
+    for r in (None, 0.2):
+        f = limit + (0.7 - 0.2j) * (d / (1 + 0.5 * d) if r is None else np.hypot(d, r) - r)
+        out = ex.extrapolate(f[:, None], errs, rtol=1e-8, atol=0.0, deltas=d)
+        assert out["converged"][0], (r, out)
+        assert out["method"][0].startswith("re: rational") and "im: rational" in out["method"][0]
+        assert abs(out["value"][0] - limit) <= 1e-8 * abs(limit)
+        assert abs(out["value"][0] - limit) <= abs(out["error"][0])
+    rough = 1.0 + 0.3 * np.sqrt(d) + d ** 2
+    out = ex.extrapolate(rough[:, None] + 0j, errs, rtol=1e-8, atol=0.0, deltas=d)
+    assert out["converged"][0] and out["method"][0].startswith("re: wynn"), out
+    assert abs(out["value"][0] - 1.0) <= 1e-10
+    near = limit + (0.7 - 0.2j) * (np.hypot(d, 0.02) - 0.02)
+    out = ex.extrapolate(near[:, None], errs, rtol=1e-8, atol=0.0, deltas=d)
+    assert not out["converged"][0]
+    assert abs(out["value"][0].real - limit.real) <= abs(out["error"][0].real)
+    assert abs(out["value"][0].imag - limit.imag) <= abs(out["error"][0].imag)
+
+
+def test_rational_windows_leave_out_a_noisy_smallest_delta():
+    """The smallest deltas are the hardest integrals: a last term with a large (honest)
+    error is left out by a window of the rational fit instead of spoiling every fit."""
+    d = ex.geometric_sequence(0.3, 16)
+    limit = 1.5
+    f = limit + 0.7 * d / (1 + 0.5 * d)
+    sigma = np.full(16, 1e-13)
+    f[-1] += 3e-6
+    sigma[-1] = 5e-6
+    value, error, label = ex.rational_windows(d, f[:, None], sigma[:, None])
+    assert abs(value[0] - limit) <= error[0] <= 1e-8, (value, error, label)
+    assert ":" in str(label[0]) and str(label[0]).endswith(":15")

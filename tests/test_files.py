@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopint.cli import main
-from loopint.compute import write_json_atomic
+from loopint.io import write_json_atomic
 from loopint.files import default_mode, write_atomic, write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -118,7 +118,7 @@ def test_compute_integrates_multi_loop_diagrams_over_the_decomposed_sectors():
     """The driver's automatic choices: blow-ups needed (two loops) -> the decomposed domain,
     and Genz-Malik cubature for the delta sequence; a one-loop massive diagram keeps the
     iterated engine over the simplex."""
-    from loopint.compute import _choose_domain, _choose_method
+    from loopint.plan import domain_for as _choose_domain, method_for as _choose_method
     from loopint.problem import Settings, SpecError
 
     s = Settings()

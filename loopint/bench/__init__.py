@@ -105,7 +105,7 @@ def run_suite(suite: str, quick: bool = False, json_path: str | None = None,
         log.info("%s: %.1f s", mod, time.perf_counter() - t0)
     print(format_table(rows))
     if json_path:
-        from ..compute import write_json_atomic
+        from ..io import write_json_atomic
         write_json_atomic(json_path, {"suite": suite, "quick": quick, "rows": rows,
                                       "date": time.strftime("%Y-%m-%d")})
     return 0

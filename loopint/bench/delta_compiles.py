@@ -65,7 +65,7 @@ def main(argv=None) -> int:
               f"{row['compile_seconds']:9.3f} {row['evaluations']:12.3g}")
     print(f"status: {rows[-1]['status'] if rows else 'no delta steps'}")
     if a.json:
-        from ..compute import write_json_atomic
+        from ..io import write_json_atomic
         write_json_atomic(a.json, rows)
     return 0
 

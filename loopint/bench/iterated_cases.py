@@ -80,14 +80,14 @@ def _cases(quick: bool):
 
 
 def _pentagon_case():
-    from ..compute import _delta_scale
+    from ..delta_sequence import delta_scale
     from ..lower import Integrand
     from ..problem import load
     from .seeds_cases import DIAGRAMS
     p = load(os.path.join(DIAGRAMS, "pentagon_ggttH.toml"))
     ig = Integrand(p.diagram, domain="simplex")
     kin = ig.kinematics_array(p.kinematics)
-    deltas = float(np.max(_delta_scale(ig, kin))) * 1.2 ** -np.arange(12, 16)
+    deltas = float(np.max(delta_scale(ig, kin))) * 1.2 ** -np.arange(12, 16)
     f = ig.bind(kin, deltas)
     return (f"pentagon, 4 δ in [{deltas[-1]:.3g}, {deltas[0]:.3g}]", f, ig.ndim, "simplex", None,
             5e-7, {})

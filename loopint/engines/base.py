@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..io import jsonable
 from ..maps import simplex_from_cube
 
 class Status(str, enum.Enum):
@@ -107,14 +108,14 @@ class IntegrationResult:
     def to_dict(self) -> dict:
         """Plain-JSON view: complex numbers become [re, im] pairs."""
         return {
-            "value": _jsonable(self.value),
-            "error": _jsonable(self.error),
+            "value": jsonable(self.value),
+            "error": jsonable(self.error),
             "converged": bool(self.converged),
             "status": self.status,
             "evaluations": int(self.evaluations),
             "seconds": float(self.seconds),
             "method": self.method,
-            "info": {k: _jsonable(v) for k, v in self.info.items()},
+            "info": {k: jsonable(v) for k, v in self.info.items()},
         }
 
 
@@ -123,25 +124,6 @@ def _fmt_pm(v, e) -> str:
         v, e = complex(v), complex(e)
         return f"({v.real:.12g} ± {abs(e.real):.2g}) + ({v.imag:.12g} ± {abs(e.imag):.2g})i"
     return f"{float(v):.12g} ± {float(e):.2g}"
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.ndarray, jax.Array)):
-        a = np.asarray(x)
-        if np.iscomplexobj(a):
-            return _jsonable(np.stack([a.real, a.imag], axis=-1).tolist())
-        return a.tolist()
-    if isinstance(x, (complex, np.complexfloating)):
-        return [float(x.real), float(x.imag)]
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    return x
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,307 @@
+"""``loopint.contour``: physical points at delta = 0 on a deformed integration contour.
+
+The second method for the physical region, beside the delta sequence
+(:mod:`loopint.delta_sequence`): the Feynman parameters move into the complex plane in the
+direction that gives F the Feynman prescription -i0 (:meth:`ContourIntegrand.bind_deformed`),
+so by Cauchy's theorem the integral at delta = 0 is the physical value itself, computed by
+one cube engine run per point (:func:`contour_points`).  With ``contour = "auto"`` the points
+where the contour does not converge go to the delta sequence, and ``cross_check`` computes
+both and compares them (:func:`combine_physical`).
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import sympy
+
+from .engines.base import NONFINITE
+from .lower import Integrand, PolySet, kronecker_points, power_complex, power_real
+from .result import scale_error
+
+log = logging.getLogger(__name__)
+
+# A contour run whose integrand met a sign violation (NaN) is repeated this many times, each
+# with lambda times CONTOUR_SHRINK, before the point is left to the delta sequence.
+CONTOUR_RETRIES = 2
+CONTOUR_SHRINK = 0.25
+
+# A cross-check fails when the contour and the delta sequence differ by more than this many
+# combined standard errors (their estimates added in quadrature).
+CROSS_CHECK_SIGMAS = 5.0
+
+
+class ContourIntegrand(Integrand):
+    """An :class:`~loopint.lower.Integrand` that can also be bound on the deformed contour of
+    the primary sectors (``domain="sectors"``): :meth:`bind_deformed`, with a strength from
+    :meth:`deformation_lambda`."""
+
+    def __init__(self, diagram, *, domain: str = "sequential", transform: str = "none",
+                 precision: str = "float64"):
+        super().__init__(diagram, domain=domain, transform=transform, precision=precision)
+        self._derivset = None            # U, F and their derivatives: built on first deformation
+
+    def bind_deformed(self, kinematics: Mapping[str, object] | np.ndarray, lam: float):
+        """The integrand at delta = 0 on a deformed contour (a second method for the physical
+        region, beside the delta sequence): ``f(u) -> [n, 1]`` complex, for ONE kinematic point.
+
+        Primary sectors only (``domain="sectors"``).  The deformation is projective: with
+        V = F/U (homogeneous of degree 1), every Feynman parameter moves to
+
+            z_k = x_k (1 - i lam dV/dx_k(x)),
+
+        homogeneous of degree 1 in x, so it is one deformation of the projective integration
+        cycle (the coordinate faces x_k = 0 stay in place) seen through each sector's chart
+        x_l = 1; the artificial sector boundaries x_k = 1 move with everything else.  To first
+        order Im V(z) = -lam sum_k x_k^2 (dV/dx_k)^2 <= 0, the Feynman prescription F - i0, so by
+        Cauchy's theorem the integral is the delta -> 0 limit itself (the deformation of
+        feyntrop, Borinsky, Munch and Tellander 2023).  On a chart x_l = 1 the pulled-back
+        measure is det(dz/dx) with the full N x N Jacobian (Euler: (dz/dx) x = z), built from
+        the first and second derivatives of U and F, generated symbolically like U and F.  A
+        point where the deformation fails (Im V(z) > 0: lam too large, or negative) returns
+        NaN, which the engines count and report: such a result is never "converged".
+        """
+        if self.domain != "sectors":
+            raise ValueError("contour deformation is implemented for domain='sectors'")
+        kin = self._kin(kinematics)
+        kin = np.asarray(kin, dtype=np.float64)
+        if kin.shape[0] != 1:
+            raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
+        self._derivatives()
+        return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
+                                     jnp.asarray(float(lam), self.rdtype))
+
+    def deformation_lambda(self, kinematics: Mapping[str, object] | np.ndarray,
+                           n: int = 4096) -> float:
+        """A deformation strength for :meth:`bind_deformed`, from a deterministic pilot sample.
+
+        lam is dimensionful (V = F/U has the units of the kinematics), so candidates are taken
+        relative to lam0 = 1 / max |dV/dx_k| over a Kronecker grid of ``n`` points in every
+        sector: lam = c lam0 for c = 1/4 .. 16 in factors of 2.  A candidate is valid when the
+        deformation holds (Im V(z) <= 0, no NaN) at every grid point, and eligible when the
+        next larger one is valid too (a margin against the points the grid misses).  The
+        eligible candidate with the smallest sample variance of the integrand (real plus
+        imaginary) wins: the variance is what cubature and QMC pay for.  When none is
+        eligible, lam0/4 is halved until valid.
+        """
+        kin = self._kin(kinematics)
+        kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
+        self._derivatives()
+        t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
+        worst = float(self._pilot_max_v(kin, t))
+        lam0 = 1.0 / worst if worst > 0 else 1.0
+        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+        stats = []
+        for c in factors:
+            vals = np.asarray(self._deformed_jit(kin, c * lam0, t))[:, 0]
+            ok = bool(np.all(np.isfinite(vals)))
+            stats.append((ok, float(np.var(vals.real) + np.var(vals.imag)) if ok else np.inf))
+        eligible = [(stats[i][1], factors[i]) for i in range(len(factors) - 1)
+                    if stats[i][0] and stats[i + 1][0]]
+        if eligible:
+            return float(min(eligible)[1] * lam0)
+        lam = factors[0] * lam0
+        for _ in range(30):
+            lam *= 0.5
+            if bool(np.all(np.isfinite(np.asarray(self._deformed_jit(kin, lam, t))))):
+                break
+        return float(lam)
+
+    @partial(jax.jit, static_argnums=0)
+    def _pilot_max_v(self, kin, t):
+        """max_k |dV/dx_k| over the points t of every sector."""
+        def sector(carry, idx):
+            x = self._sector_columns(t, idx)
+            v, _ = self._deformation_terms(x, kin)
+            return jnp.maximum(carry, jnp.max(jnp.abs(jnp.stack(v)))), None
+        out, _ = jax.lax.scan(sector, jnp.zeros((), self.rdtype), self._sector_index())
+        return out
+
+    @partial(jax.jit, static_argnums=0)
+    def _deformed_jit(self, kin, lam, u):
+        return self._deformed_eval(kin, lam, u)
+
+    def _derivatives(self):
+        """The generated set U, F, dU/dx_k, dF/dx_k, d2U/dx_k dx_j, d2F/dx_k dx_j (j <= k)."""
+        if self._derivset is None:
+            U, F, xs = self.diagram.U, self.diagram.F, self.xs
+            polys = [U, F] + [sympy.diff(U, x) for x in xs] + [sympy.diff(F, x) for x in xs]
+            pairs = [(k, j) for k in range(self.N) for j in range(k + 1)]
+            polys += [sympy.diff(U, xs[k], xs[j]) for k, j in pairs]
+            polys += [sympy.diff(F, xs[k], xs[j]) for k, j in pairs]
+            self._derivset = (PolySet(polys, xs, self._sym_objs), pairs)
+        return self._derivset
+
+    def _sector_index(self):
+        """[N, N] int32: row l lists, for x_1..x_N in sector l, the column of [t | 1] to use."""
+        d = self.ndim
+        return jnp.asarray([[k if k < l else (d if k == l else k - 1) for k in range(self.N)]
+                            for l in range(self.N)], jnp.int32)
+
+    def _sector_columns(self, t, idx):
+        """The N Feynman parameters of a primary sector (x_l = 1) as columns: ``idx`` is a row
+        of :meth:`_sector_index` (traced, so one scan body serves every sector)."""
+        ext = jnp.concatenate([t, jnp.ones(t.shape[:1] + (1,), t.dtype)], axis=1)
+        full = jnp.take(ext, idx, axis=1)
+        return [full[:, k] for k in range(self.N)]
+
+    def _deformation_terms(self, x, kin):
+        """At real points (N columns), with V = F/U: v_k = dV/dx_k and the Hessian d2V/dx_k dx_j
+        ([n] each; the Hessian as a dict over j <= k)."""
+        dset, pairs = self._derivatives()
+        N = self.N
+        vals = dset(x, kin, self.rdtype, flat=True)                        # one point: [n] each
+        U, F = vals[0], vals[1]
+        Uk, Fk = vals[2:2 + N], vals[2 + N:2 + 2 * N]
+        nP = len(pairs)
+        Ukj = dict(zip(pairs, vals[2 + 2 * N:2 + 2 * N + nP]))
+        Fkj = dict(zip(pairs, vals[2 + 2 * N + nP:]))
+        V = F / U
+        v = [(Fk[k] - V * Uk[k]) / U for k in range(N)]
+        H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) / U
+             for k, j in pairs}
+        return v, H
+
+    def _deformed_eval(self, kin, lam, u):
+        kin = jnp.asarray(kin, self.rdtype)
+        u = jnp.asarray(u, self.rdtype)
+        t, w = self._transform(u)
+        N = self.N
+
+        def sector(total, idx):
+            x = self._sector_columns(t, idx)
+            v, H = self._deformation_terms(x, kin)
+            z = [jax.lax.complex(x[k], -lam * x[k] * v[k]) for k in range(N)]
+            # dz_k/dx_j = delta_kj - i lam A_kj,  A = diag(v) + diag(x) H
+            A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
+                 for k in range(N)]
+            jac = det_identity_minus_i(A, lam)                            # [n]
+            U, F = self._UF(z, kin, flat=True)
+            val = self._x_powers(z, jac) * power_real(U, self.a) * power_complex(F, self.b)
+            imV = jnp.imag(F * jnp.conj(U))                                # sign of Im(F/U)
+            bad = imV > 1e-12 * jnp.abs(F) * jnp.abs(U)
+            return total + jnp.where(bad, jnp.nan, val), None
+
+        # one traced sector body, scanned over the N sectors: the program (and the GPU
+        # compilation time) does not grow with N
+        total, _ = jax.lax.scan(sector, jnp.zeros(t.shape[:1], self.cdtype), self._sector_index())
+        if w is not None:
+            total = total * w
+        return total[:, None]
+
+
+def det_identity_minus_i(A, lam):
+    """det(I - i lam A) for a batch of real N x N matrices given as nested lists of [n] arrays.
+
+    Gaussian elimination without pivoting, unrolled into elementwise operations (XLA fuses
+    them; no LAPACK call per point).  Safe without pivoting for the deformation's A = diag(v) +
+    diag(x) H with H symmetric and x >= 0: A is similar, through the positive diagonal
+    diag(x)^(1/2), to a real symmetric matrix, so I - i lam A has the pivots of a matrix whose
+    Hermitian part is the identity; that class is closed under Schur complements, every pivot
+    has real part >= 1 and elimination is stable.
+    """
+    N = len(A)
+    M = [[jax.lax.complex(jnp.full_like(A[k][j], 1.0 if j == k else 0.0), -lam * A[k][j])
+          for j in range(N)] for k in range(N)]
+    det = None
+    for p in range(N):
+        piv = M[p][p]
+        det = piv if det is None else det * piv
+        inv = 1.0 / piv
+        for k in range(p + 1, N):
+            f = M[k][p] * inv
+            for j in range(p + 1, N):
+                M[k][j] = M[k][j] - f * M[p][j]
+    return det
+
+
+
+
+# ------------------------------------------------------------------ the contour path
+def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda) -> dict:
+    """Physical-region points ``kin[P, s]`` at delta = 0 on a deformed contour, one engine run
+    per point (``stage``: the plan's contour :class:`~loopint.plan.Stage`, whose integrand is
+    a :class:`ContourIntegrand` on the primary sectors).  ``contour_lambda``: ``"auto"``
+    (:meth:`ContourIntegrand.deformation_lambda`, shrunk after a sign violation) or the
+    strength.  Returns per point the value and error (prefactor applied), convergence,
+    status and strength."""
+    ig = stage.integrand
+    P = kin.shape[0]
+    value = np.zeros(P, complex)
+    error = np.zeros(P, complex)
+    conv = np.zeros(P, bool)
+    status, lams = [], []
+    evaluations = 0
+    for i in range(P):
+        point = kin[i:i + 1]
+        lam = ig.deformation_lambda(point) if contour_lambda == "auto" else float(contour_lambda)
+        for _ in range(CONTOUR_RETRIES + 1):
+            r = stage.integrate(ig.bind_deformed(point, lam))
+            evaluations += r.evaluations
+            # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
+            # deformation, unless lambda was given
+            if not r.status.startswith(NONFINITE) or contour_lambda != "auto":
+                break
+            log.info("contour: sign violation at lambda = %.3g, retrying with %.3g", lam,
+                     lam * CONTOUR_SHRINK)
+            lam *= CONTOUR_SHRINK
+        lams.append(lam)
+        value[i] = complex(np.asarray(r.value).reshape(-1)[0]) * prefactor
+        error[i] = scale_error(np.asarray(r.error).reshape(-1)[:1], prefactor)[0]
+        conv[i] = r.converged
+        status.append(r.status)
+    return {"method": stage.method, "value": value, "error": error, "converged": conv,
+            "status": status, "evaluations": evaluations, "lambda": lams}
+
+
+def combine_physical(c_out: dict | None, d_out: dict | None, P: int, cross_check: bool) -> dict:
+    """Per physical point: the contour's result where it converged (or where it is the only
+    method), otherwise the delta sequence's; with ``cross_check`` both, compared (more than
+    :data:`CROSS_CHECK_SIGMAS` combined errors apart: ``methods disagree``)."""
+    value = np.zeros(P, complex)
+    error = np.zeros(P, complex)
+    conv = np.zeros(P, bool)
+    status: list = [""] * P
+    method: list = [""] * P
+    d_at = {} if d_out is None else {int(k): i for i, k in enumerate(d_out["points"])}
+    for p in range(P):
+        c_ok = c_out is not None and bool(c_out["converged"][p])
+        if c_out is not None and (c_ok or p not in d_at):
+            value[p], error[p] = c_out["value"][p], c_out["error"][p]
+            conv[p], status[p], method[p] = c_ok, c_out["status"][p], "contour"
+        else:
+            i = d_at[p]
+            value[p], error[p] = d_out["value"][i], d_out["error"][i]
+            conv[p], status[p], method[p] = bool(d_out["converged"][i]), d_out["status"][i], \
+                "delta sequence"
+            if c_out is not None:
+                status[p] = (status[p] if conv[p] else status[p] + "; ") + \
+                    ("" if conv[p] else f"contour: {c_out['status'][p]}")
+                status[p] = status[p].rstrip("; ")
+    out = {"value": value, "error": error, "converged": conv, "status": status,
+           "method": method}
+    if cross_check and c_out is not None and d_out is not None:
+        checks = []
+        for p in range(P):
+            i = d_at[p]
+            diff = c_out["value"][p] - d_out["value"][i]
+            sig = np.hypot(np.hypot(c_out["error"][p].real, c_out["error"][p].imag),
+                           np.hypot(d_out["error"][i].real, d_out["error"][i].imag))
+            n = float(abs(diff) / sig) if sig > 0 else (0.0 if diff == 0 else np.inf)
+            checks.append({"contour": c_out["value"][p], "delta_sequence": d_out["value"][i],
+                           "difference": diff, "sigmas": n})
+            if n > CROSS_CHECK_SIGMAS:
+                conv[p] = False
+                status[p] = (f"methods disagree: contour and delta sequence differ by "
+                             f"{n:.3g} combined errors (|difference| {abs(diff):.3g})")
+            elif not (c_out["converged"][p] and d_out["converged"][i]):
+                conv[p] = False
+                status[p] = ("cross-check incomplete: contour " + c_out["status"][p] +
+                             "; delta sequence " + d_out["status"][i])
+        out["cross_check"] = checks
+    return out

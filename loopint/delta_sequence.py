@@ -1,0 +1,233 @@
+"""The regulator sequence of the Direct Computation Method (seed 000, sections 4.2-4.4).
+
+At a physical point (F vanishes inside the simplex) the integrand is regulated, F -> F - i
+delta U, and I(delta_j) is computed for delta_j = delta_0 q^-j (q = 1.2 by default).  The
+deltas of one step are one vector integrand (:data:`DELTA_STEP` of them), so they share the
+evaluations of U and F and one compilation serves every step.  Real and imaginary parts are
+extrapolated to delta -> 0 after each step (:func:`extrapolation.extrapolate`: Wynn's
+epsilon algorithm or rational extrapolation in delta, whichever has the smaller error
+estimate), until the extrapolation meets the tolerance (after at least ``min_terms`` terms)
+or ``terms`` deltas are spent.
+
+delta_0 is scaled to the problem: the mean of |F|/U over the simplex (:func:`delta_scale`),
+so that the first regulated integral smooths the Landau singularity on the scale of F
+itself; a number given as ``delta`` overrides it.  Each term is computed to the tolerance of
+the plan's delta stage (:data:`loopint.plan.DELTA_RTOL_FACTOR`), since the extrapolation
+amplifies the terms' errors; the error it reports includes their propagation.
+
+After each step the table is written atomically to the checkpoint file (if one is given),
+and ``resume=True`` continues from it (:func:`load_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+
+import jax
+import numpy as np
+
+from extrapolation import extrapolate
+
+from .io import complex_array, jsonable, write_json_atomic
+from .lower import Integrand
+from .maps import simplex_from_cube
+from .errors import SpecError
+from .result import scale_error
+
+log = logging.getLogger(__name__)
+
+DELTA_STEP = 4   # deltas per engine call: a fixed vector width, so one compilation serves all
+
+_ROW_KEYS = ("delta", "bare_value", "bare_error", "value", "error", "evaluations", "seconds",
+             "engine_status")
+
+
+def delta_scale(integrand: Integrand, kin: np.ndarray) -> np.ndarray:
+    """Mean of |F|/U over a deterministic set of 4096 simplex points, per kinematic point."""
+    n = 4096
+    d = integrand.ndim
+    # a rank-1 lattice in the cube, mapped to the simplex (any well spread set would do)
+    z = np.array([1, 1571, 2989, 4001, 5393, 6661, 7919, 9001, 10007, 11003][:d]
+                 + [13] * max(0, d - 10))
+    u = ((np.arange(n)[:, None] * z[None, :]) % n + 0.5) / n
+    x, _ = simplex_from_cube(jax.numpy.asarray(u))
+    U, F = integrand.polynomials(x, kin)
+    return np.mean(np.abs(np.asarray(F)) / np.asarray(U), axis=0)
+
+
+def term_usable(engine_status: str, method: str) -> bool:
+    """Whether a delta term may enter the extrapolation: converged, or (cubature) stopped by
+    its memory or evaluation bound with its best estimate and an error estimate that the
+    extrapolation propagates (the smallest deltas of a multi-loop diagram fill the region
+    store first; the windows of :func:`extrapolation.rational_windows` weigh what they add)."""
+    if engine_status == "converged":
+        return True
+    return method == "cubature" and engine_status.startswith(("memory_limit", "max_evals"))
+
+
+def fingerprint(problem, settings: dict, delta0: np.ndarray, method: str) -> str:
+    """What the terms I(delta_j) of a checkpoint depend on.  Not the sequence length
+    (``delta_terms``, ``delta_min_terms``): a resumed run may extend a finished table."""
+    settings = {k: v for k, v in settings.items() if k not in ("delta_terms", "delta_min_terms")}
+    blob = json.dumps({"U": str(problem.diagram.U), "F": str(problem.diagram.F),
+                       "kin": jsonable(problem.kinematics), "settings": settings,
+                       "delta0": jsonable(delta0), "method": method}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def load_checkpoint(checkpoint: str, fp: str, deltas: np.ndarray, P: int) -> list:
+    """The rows of a checkpoint written by :func:`run` for the same terms (fingerprint
+    ``fp``), at most ``len(deltas)`` of them, as ``(row, value[P], error[P])``.  A checkpoint
+    of another problem or settings, or one that cannot be read, is a :class:`SpecError`
+    naming the file."""
+    def bad(why: str) -> SpecError:
+        return SpecError(f"{checkpoint}: {why}; remove it or run without --resume")
+
+    try:
+        with open(checkpoint) as fh:
+            saved = json.load(fh)
+    except OSError as e:
+        raise bad(f"cannot read the checkpoint ({e.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise bad(f"not a readable checkpoint (truncated or corrupt JSON: {e})") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("rows"), list) \
+            or "fingerprint" not in saved:
+        raise bad("not a checkpoint of loopint (no fingerprint and rows)")
+    if saved["fingerprint"] != fp:
+        raise bad("the checkpoint belongs to another problem or other settings "
+                  "(diagram, kinematics, rtol, method, ...)")
+    rows = []
+    for i, row in enumerate(saved["rows"][:len(deltas)]):
+        try:
+            if not isinstance(row, dict) or any(k not in row for k in _ROW_KEYS):
+                raise ValueError("missing keys")
+            value, error = complex_array(row["bare_value"]), complex_array(row["bare_error"])
+            if value.shape != (P,) or error.shape != (P,):
+                raise ValueError("wrong number of kinematic points")
+            if not np.isclose(float(row["delta"]), deltas[i], rtol=1e-12, atol=0):
+                raise ValueError(f"delta {row['delta']} is not delta_{i} = {deltas[i]}")
+            row = {**row, "evaluations": int(row["evaluations"]), "seconds": float(row["seconds"])}
+        except (ValueError, TypeError, IndexError) as e:
+            raise bad(f"row {i} of the checkpoint is damaged ({e})") from None
+        rows.append((row, value, error))
+    return rows
+
+
+def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
+        resume: bool = False, t_start: float | None = None) -> dict:
+    """The delta sequence of ``plan`` (a :class:`~loopint.plan.RunPlan`: its ``delta`` stage
+    and ``schedule``) at the points ``kin[P, s]``, extrapolated to delta -> 0.
+
+    Returns the values and errors (prefactor applied), per-point convergence and status, the
+    table of terms, the deltas, delta_0, the evaluations, the seconds of resumed terms and
+    the extrapolation's status and method.
+    """
+    stage, sched, prefactor = plan.delta, plan.schedule, plan.prefactor
+    method = stage.method
+    t_start = time.perf_counter() if t_start is None else t_start
+    P = kin.shape[0]
+    if sched.delta0 == "auto":
+        delta0 = np.full(P, float(np.max(delta_scale(stage.integrand, kin))))
+    else:
+        delta0 = np.full(P, float(sched.delta0))
+    # one delta sequence for all points of a batch (they share the vector integrand): the
+    # largest scale, so every point starts well regulated.
+    d0 = float(delta0[0])
+    all_deltas = d0 * sched.q ** -np.arange(sched.terms, dtype=float)
+    fp = fingerprint(plan.problem, plan.settings.to_dict(), delta0, method)
+    vals: list = []    # per delta: complex [P]
+    errs: list = []
+    rows: list = []
+    if resume and checkpoint and os.path.exists(checkpoint):
+        for row, v, e in load_checkpoint(checkpoint, fp, all_deltas, P):
+            rows.append(row)
+            vals.append(v)
+            errs.append(e)
+        log.info("resumed %d delta terms from %s", len(rows), checkpoint)
+    evaluations = sum(r["evaluations"] for r in rows)
+    seconds_resumed = sum(r["seconds"] for r in rows)
+
+    def extrapolated() -> dict:
+        return extrapolate(np.array(vals), np.array(errs), rtol=sched.rtol, atol=sched.atol,
+                           deltas=np.array([r_["delta"] for r_ in rows]))
+
+    def report(ext: dict) -> None:
+        if progress:
+            progress({"stage": "delta", "n": len(rows), "delta": float(rows[-1]["delta"]),
+                      "value": ext["value"] * prefactor,
+                      "error": scale_error(ext["error"], prefactor),
+                      "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
+
+    n = len(rows)
+    # a resumed table is extrapolated first: it may be complete (all terms computed, not
+    # converged) or already converged, and then no term is added
+    ext = extrapolated() if rows else None
+    if ext is not None:
+        report(ext)
+    while n < sched.terms and not (ext is not None and n >= sched.min_terms
+                                   and np.all(ext["converged"])):
+        step = min(DELTA_STEP, sched.terms - n)
+        ds = all_deltas[n:n + step]
+        if step < DELTA_STEP:   # pad to the fixed width (same compiled kernels), drop afterwards
+            ds = np.concatenate([ds, np.full(DELTA_STEP - step, ds[-1])])
+        t0 = time.perf_counter()
+        r = stage.integrate(stage.integrand.bind(kin, ds, real=False),
+                            **_iterated_scale(vals, method))
+        dt = time.perf_counter() - t0
+        v = np.asarray(r.value).reshape(P, -1)[:, :step]
+        e = np.asarray(r.error).reshape(P, -1)[:, :step]
+        evaluations += r.evaluations
+        for j in range(step):
+            vals.append(v[:, j])
+            errs.append(e[:, j])
+            rows.append({"delta": float(ds[j]), "bare_value": v[:, j], "bare_error": e[:, j],
+                         "value": v[:, j] * prefactor, "error": scale_error(e[:, j], prefactor),
+                         "evaluations": int(r.evaluations) if j == 0 else 0,
+                         "seconds": dt if j == 0 else 0.0, "engine_status": r.status})
+        n = len(rows)
+        if checkpoint:
+            write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
+        ext = extrapolated()
+        report(ext)
+    return _outcome(ext, rows, method, prefactor, evaluations, d0, seconds_resumed)
+
+
+def _iterated_scale(vals: list, method: str) -> dict:
+    """After the first step the size of every component is known from the previous delta:
+    the iterated engine takes it as its ``scale`` and needs no pilot run (it reruns if the
+    scale was too loose)."""
+    if vals and method == "iterated":
+        last = np.abs(np.asarray(vals[-1]))                           # [P]
+        if np.all(np.isfinite(last)) and np.all(last > 0):
+            return {"scale": np.repeat(last, DELTA_STEP)}             # component p*R + r
+    return {}
+
+
+def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations: int,
+             d0: float, seconds_resumed: float) -> dict:
+    """The sequence's result per point: converged when the extrapolation converged and every
+    term may enter it (:func:`term_usable`)."""
+    P = len(ext["value"])
+    n = len(rows)
+    bad = [r_["engine_status"] for r_ in rows if not term_usable(r_["engine_status"], method)]
+    engine_ok = not bad
+    conv = ext["converged"] & engine_ok
+    status = ["extrapolation not converged"] * P
+    for i in range(P):
+        if conv[i]:
+            status[i] = "converged"
+        elif not engine_ok:
+            status[i] = f"an I(delta) integral did not converge ({bad[0]})"
+        else:
+            status[i] = (f"extrapolation not converged after {n} delta terms "
+                         f"({ext['status'][i]})")
+    return {"value": ext["value"] * prefactor, "error": scale_error(ext["error"], prefactor),
+            "converged": conv, "status": status, "evaluations": evaluations,
+            "table": rows, "deltas": [float(r_["delta"]) for r_ in rows], "delta0": d0,
+            "seconds_resumed": seconds_resumed,
+            "extrapolation": {"status": list(map(str, ext["status"])),
+                              "method": ext["method"], "n_terms": n}}

@@ -1,0 +1,48 @@
+"""JSON for results and checkpoints: plain JSON types from numpy/JAX values, atomic writes.
+
+Complex numbers (and complex arrays) become ``[re, im]`` pairs (arrays: a trailing axis of
+length 2); numpy scalars and arrays become Python numbers and lists.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jax
+import numpy as np
+
+from .files import write_text_atomic
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` with every numpy/JAX value replaced by plain JSON types (complex -> [re, im])."""
+    if isinstance(x, dict):
+        return {k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, (np.ndarray, jax.Array)):
+        a = np.asarray(x)
+        if np.iscomplexobj(a):
+            return jsonable(np.stack([a.real, a.imag], axis=-1).tolist())
+        return a.tolist()
+    if isinstance(x, (complex, np.complexfloating)):
+        return [float(x.real), float(x.imag)]
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    return x
+
+
+def write_json_atomic(path: str, obj: Any) -> None:
+    """Write ``obj`` as JSON (:func:`jsonable`) to ``path`` atomically
+    (:func:`loopint.files.write_atomic`: a temporary file in the same folder, synced, then
+    renamed; mode ``0o666 & ~umask``)."""
+    write_text_atomic(path, json.dumps(jsonable(obj), indent=1), fsync=True)
+
+
+def complex_array(x) -> np.ndarray:
+    """The complex array written by :func:`jsonable` (``[..., 2]`` pairs) read back."""
+    a = np.asarray(x, dtype=float)
+    return a[..., 0] + 1j * a[..., 1]

@@ -1,0 +1,444 @@
+"""``loopint.plan``: what a run of :func:`loopint.compute` does, decided once from its Settings.
+
+A :class:`RunPlan` holds, for one group of kinematic points that share the supports of U and F
+(:func:`support_groups`), the diagram reduced at those points, their regions (Euclidean,
+physical, ...), the prefactor, and a :class:`Stage` per kind of engine run:
+
+* ``direct``: the points where F has one sign (delta = 0);
+* ``delta``: the terms I(delta_j) of the regulator sequence (:mod:`loopint.delta_sequence`);
+* ``contour``: the physical points on the deformed contour (:mod:`loopint.contour`).
+
+A stage fixes the method, the integrand's domain, the lowered integrand, the engine object
+with its options and the tolerances of the bare integral.  The stages are built when first
+used, so a setting that matters only for a stage that does not run is not refused.
+
+Policy decided here: the engine (:func:`method_for`, through
+:func:`loopint.engines.choose_method`), the domain (:func:`domain_for`), the engine options
+(:func:`make_engine`), which methods the physical points get (:func:`physical_methods`), and
+the tolerance of the delta terms (:data:`DELTA_RTOL_FACTOR`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import sympy
+
+from . import engines
+from .diagram import Diagram, is_scaleless
+from .errors import DiagramError
+from .region import Region, classify_coefficients
+from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
+from .engines.base import Box, Engine, IntegrationResult, Simplex
+from .lower import Integrand
+from .errors import SpecError
+from .problem import Problem, Settings
+
+# Each term I(delta_j) is computed to rtol * DELTA_RTOL_FACTOR: half of the budget for the
+# terms, half for the extrapolation, which amplifies the terms' errors (the rational fit 40 to
+# 200 times on 16 terms; the adaptive rules deliver term errors 10-100 times below what is
+# asked).  Cubature's terms (multi-loop diagrams over the decomposed sectors) carry the
+# engine's global error estimate and are amplified 20 to 100 times by the fit: rtol / 20.
+DELTA_RTOL_FACTOR = 0.5
+DELTA_RTOL_FACTOR_CUBATURE = 0.05
+
+
+class _LRU:
+    """A small least-recently-used memo: ``get(key, make)`` returns the value kept for
+    ``key``, or ``make()`` (kept, the oldest entry dropped beyond ``size``)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._data: OrderedDict = OrderedDict()
+
+    def get(self, key, make: Callable):
+        if key in self._data:
+            self._data.move_to_end(key)
+            return self._data[key]
+        value = make()
+        self._data[key] = value
+        while len(self._data) > self.size:
+            self._data.popitem(last=False)
+        return value
+
+
+_INTEGRANDS = _LRU(32)
+_BLOWUPS = _LRU(64)
+_VERDICTS = _LRU(64)
+
+
+def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
+              kind: type[Integrand] = Integrand) -> Integrand:
+    """The lowered integrand of ``diagram`` (an instance of ``kind``), reused by later calls
+    with the same polynomials and options.  The engines' jitted kernels take its bound
+    methods as static parts, so a new :class:`Integrand` per call would retrace and re-lower
+    every kernel that evaluates the integrand; with the cache, repeated ``compute`` calls
+    (scans, phenomenology loops) reuse the compiled kernels.  The key is the content of the
+    diagram, not the object."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables),
+           tuple(sympy.srepr(v) for v in diagram.powers), tuple(diagram.kinematic_symbols),
+           sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
+           domain, transform, precision, kind)
+    return _INTEGRANDS.get(key, lambda: kind(diagram, domain=domain, transform=transform,
+                                             precision=precision))
+
+
+def verdict(diagram: Diagram) -> Verdict:
+    """:func:`loopint.divergence.analyze` of the diagram's own supports (the supports at the
+    kinematic point once :func:`at_point` has dropped the vanishing coefficients), cached by
+    content."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables),
+           tuple(sympy.srepr(v) for v in diagram.powers), sympy.srepr(diagram.dimension))
+    return _VERDICTS.get(key, lambda: analyze(diagram))
+
+
+def has_blowups(diagram: Diagram) -> bool:
+    """Whether U or F vanish on the boundary beyond the primary sectors' faces (subloops of a
+    multi-loop diagram, massless lines).  Then the engines integrate over the decomposed
+    sectors (:mod:`loopint.sectors`), where the integrand is bounded, instead of the simplex
+    or the sequential cube, where those integrable singularities cost every level of an
+    iterated integration and many regions of a cubature.  Cached by content; a
+    decomposition that does not terminate is refused."""
+    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+           tuple(sympy.srepr(v) for v in diagram.variables))
+
+    def decompose() -> bool:
+        from .sectors import DecompositionError, decompose_polynomials
+        try:
+            sectors = decompose_polynomials((diagram.U, diagram.F), diagram.variables)
+        except DecompositionError as e:
+            raise DiagramError(
+                f"{e}; loopint cannot integrate this diagram at this point (its convergence "
+                "test passed: " + verdict(diagram).summary().splitlines()[0] + ")",
+                "diagram") from None
+        return any(sec.blowups for sec in sectors)
+
+    return _BLOWUPS.get(key, decompose)
+
+
+# ------------------------------------------------------------------ the points' supports
+def support_groups(probe: Integrand, kin: np.ndarray) -> list[tuple]:
+    """The kinematic points grouped by which coefficients of U and F vanish there:
+    ``[(keep_U, keep_F, indices)]`` (boolean masks over the monomials of ``probe``)."""
+    masks = []
+    for label, coef in (("U", probe.U_coefficients(kin)), ("F", probe.F_coefficients(kin))):
+        bad = ~np.all(np.isfinite(coef), axis=1)
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            raise DiagramError(
+                f"{label} has non-finite coefficients at kinematic point {k} "
+                f"({point_text(probe, kin[k])}): a scalar product or mass divides by zero "
+                "or overflows there", "kinematics")
+        scale = np.max(np.abs(coef), axis=1, keepdims=True)
+        masks.append(np.abs(coef) > ZERO_COEFFICIENT * scale)
+    groups: dict = {}
+    for k in range(kin.shape[0]):
+        groups.setdefault((masks[0][k].tobytes(), masks[1][k].tobytes()), []).append(k)
+    return [(masks[0][idx[0]], masks[1][idx[0]], idx) for idx in groups.values()]
+
+
+def point_text(probe: Integrand, point: np.ndarray) -> str:
+    """A kinematic point as ``"s = 10, m = 1"``."""
+    return ", ".join(f"{n} = {v:.6g}" for n, v in zip(probe.symbols, point))
+
+
+def reduced(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np.ndarray,
+            kin: np.ndarray) -> Diagram:
+    """The diagram with the monomials whose coefficients vanish at these points left out (a
+    zero mass or an on-shell leg given as numbers), so that its sector decomposition and
+    power counting see the point's singularities; a scaleless integral there is refused."""
+    if np.all(keep_U) and np.all(keep_F):
+        return diagram
+    polys = []
+    for P, expo, keep in ((diagram.U, probe.U_exponents, keep_U),
+                          (diagram.F, probe.F_exponents, keep_F)):
+        kept = {tuple(int(k) for k in m) for m, ok in zip(expo, keep) if ok}
+        terms = sympy.Poly(P, *diagram.variables).terms()
+        polys.append(sympy.Add(*[c * sympy.Mul(*[x ** k for x, k in zip(diagram.variables, m)])
+                                 for m, c in terms if m in kept]))
+    out = dataclasses.replace(diagram, U=polys[0], F=polys[1])
+    if is_scaleless(out.U, out.F, out.variables):
+        raise DiagramError(
+            f"scaleless integral at the kinematic point {point_text(probe, kin[0])} (the "
+            "Newton polytope of U + F is degenerate there; it vanishes in dimensional "
+            "regularization)", "kinematics")
+    return out
+
+
+def at_point(diagram: Diagram, probe: Integrand, keep_U: np.ndarray, keep_F: np.ndarray,
+             kin: np.ndarray) -> Diagram:
+    """:func:`reduced`, refused with the divergence's kind if the integral diverges there."""
+    out = reduced(diagram, probe, keep_U, keep_F, kin)
+    v = verdict(out)
+    if not v.convergent:
+        where = "" if out is diagram else f" at the kinematic point {point_text(probe, kin[0])}"
+        raise DiagramError(f"divergent integral{where}: " + divergence_message(v), "dimension")
+    return out
+
+
+def point_regions(probe: Integrand, kin: np.ndarray, s: Settings) -> list[Region]:
+    """Every kinematic point classified from F's coefficients (``delta = "auto"``), or as
+    ``delta`` asks: 0 forces delta = 0, a number forces the delta sequence."""
+    expo = probe.F_exponents
+    if s.delta != "auto" and s.delta != 0:
+        return [Region("physical", f"delta sequence requested (delta0 = {s.delta})")] * kin.shape[0]
+    coefs = probe.F_coefficients(kin)
+    regions = [classify_coefficients(expo, coefs[k]) for k in range(kin.shape[0])]
+    if s.delta == 0:
+        regions = [Region("euclidean" if r.kind == "euclidean" else "forced",
+                          "delta = 0 requested", r.method) for r in regions]
+    return regions
+
+
+# ------------------------------------------------------------------ method, domain, engine
+def method_for(s: Settings, ndim: int, regulated: bool, diagram: Diagram | None = None) -> str:
+    """The engine of the direct points (``regulated=False``) or of the delta terms:
+    ``s.method``, or for ``"auto"`` :func:`loopint.engines.choose_method` of a Feynman
+    integrand, decomposed when the diagram has blow-ups (:func:`has_blowups`)."""
+    if s.method != "auto":
+        return s.method
+    if regulated:
+        decomposed = diagram is not None and has_blowups(diagram)
+        return engines.choose_method(ndim, "regulated", decomposed=decomposed)
+    return engines.choose_method(ndim, "feynman")
+
+
+def contour_method(s: Settings, ndim: int) -> str:
+    """The engine of the deformed contour: ``s.method``, or for ``"auto"`` cubature up to 4
+    dimensions and randomized lattices above (two-loop diagrams, where QMC needs fewer
+    evaluations for the same error).  A cube engine: the contour lives on the sectors' cubes."""
+    method = s.method if s.method != "auto" else ("cubature" if ndim <= 4 else "qmc")
+    if method == "iterated":
+        raise SpecError("method: contour deformation integrates over the primary-sector cubes: "
+                        "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")
+    return method
+
+
+def domain_for(s: Settings, method: str, diagram: Diagram | None = None) -> str:
+    """The integrand's domain (:mod:`loopint.lower`) for ``method``: ``s.domain``, checked, or
+    for ``"auto"`` the decomposed sectors where the diagram has blow-ups or integrable
+    boundary singularities, else the simplex (iterated) or the sequential cube."""
+    blowups = diagram is not None and has_blowups(diagram)    # refuses a cycling decomposition
+    singular = diagram is not None and bool(verdict(diagram).singular_faces)
+    decompose = blowups or singular
+    if singular and s.domain not in ("auto", "decomposed"):
+        raise SpecError(
+            f"domain: {s.domain!r} cannot be used here: the integrand has integrable "
+            "singularities at the boundary (sector exponents between -1 and 0; `loopint show` "
+            "lists them), which only domain 'decomposed' maps away; use domain 'auto'")
+    if method == "iterated":
+        if s.domain == "auto":
+            return "decomposed" if decompose else "simplex"
+        if s.domain not in ("simplex", "decomposed"):
+            raise SpecError("domain: the iterated engine integrates over the simplex or the "
+                            f"decomposed sectors: domain {s.domain!r} is not available "
+                            "for it")
+        return s.domain
+    if s.domain == "simplex":
+        raise SpecError(f"domain: 'simplex' needs method 'iterated' (got {method!r})")
+    if s.domain == "auto":
+        return "decomposed" if decompose else "sequential"
+    return s.domain
+
+
+def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
+                stop_on_nonfinite: bool = False) -> Engine:
+    """The engine object with the options loopint uses for its integrands.
+
+    ``regulated``: the integrand is a delta term, which cancels strongly (int |f| >> |int f|
+    near the Landau surface).  The iterated engine then uses absolute inner tolerances from
+    the start, which cancellation cannot spoil (it would otherwise try mixed ones first and
+    rerun), and GK21 in every direction (the ridge of width delta along the Landau surface
+    costs fewer evaluations with the higher rule; see :mod:`loopint.engines.iterated`).
+    Cubature (two or more dimensions) uses its global error estimate (signed degree-9
+    sweeps, :mod:`loopint.engines.cubature`): the terms' errors enter the extrapolation
+    amplified, and the sums of local errors overstate them 10^2-10^4 times.  The cube
+    engines skip their boundary probe: the sector analysis (:func:`at_point`,
+    :mod:`loopint.divergence`) has proven the lowered integrand bounded at the faces.
+    """
+    opts: dict = {}
+    if stop_on_nonfinite:
+        opts["stop_on_nonfinite"] = True
+    if method in ("qmc", "mc"):
+        opts["seed"] = s.seed
+    if s.precision != "float64":
+        opts["precision"] = s.precision
+    if method == "iterated":
+        if regulated:
+            opts["inner_tolerance"] = "absolute"
+            opts["rules"] = "gk21"
+    else:
+        opts["boundary_check"] = False
+        if method == "cubature" and regulated and ndim >= 2:
+            opts["error_estimate"] = "global"
+    return engines.get(method, **opts)
+
+
+def engine_domain(method: str, domain: str, ndim: int) -> Box | Simplex:
+    """What the engine integrates over: the simplex itself for the iterated engine on the
+    ``"simplex"`` domain, the unit cube otherwise."""
+    return Simplex(ndim) if method == "iterated" and domain == "simplex" else Box.cube(ndim)
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """One kind of engine run as the plan fixed it.
+
+    method / domain: the engine's name and the integrand's domain (:mod:`loopint.lower`);
+    integrand: the lowered integrand; engine: the engine object with its options;
+    engine_domain: the box or simplex it integrates over; rtol / atol / max_evals: the
+    tolerances of the bare integral (the prefactor divided out) and the evaluation budget.
+    """
+
+    method: str
+    domain: str
+    integrand: Integrand
+    engine: Engine
+    engine_domain: Box | Simplex
+    rtol: float
+    atol: float
+    max_evals: int
+
+    def integrate(self, f: Callable, **options) -> IntegrationResult:
+        """Run the engine on the bound integrand ``f``; ``options`` replace engine options for
+        this run only (e.g. the iterated engine's ``scale``)."""
+        engine = dataclasses.replace(self.engine, **options) if options else self.engine
+        return engine.integrate(f, self.engine_domain, rtol=self.rtol, atol=self.atol,
+                                max_evals=self.max_evals)
+
+
+@dataclass(frozen=True)
+class DeltaSchedule:
+    """The regulator sequence delta_j = delta0 q^-j, j < terms, and when to stop it.
+
+    delta0: ``"auto"`` (scaled to the problem, :func:`loopint.delta_sequence.delta_scale`)
+    or a number; min_terms: terms computed before the extrapolation is trusted; rtol / atol:
+    the tolerance of the extrapolated bare value."""
+
+    delta0: object
+    q: float
+    terms: int
+    min_terms: int
+    rtol: float
+    atol: float
+
+
+def physical_methods(diagram: Diagram, s: Settings) -> tuple[tuple, str]:
+    """Which methods the physical points get (``("contour",)``, ``("delta",)`` or both) and,
+    when ``contour = "auto"`` cannot use the contour, why."""
+    if s.contour == "none":
+        return ("delta",), ""
+    if s.contour == "deform":
+        return ("contour",), ""
+    why = ""
+    if s.method == "iterated":
+        why = "method 'iterated' integrates the delta sequence only"
+    elif s.domain not in ("auto", "sectors"):
+        why = f"domain {s.domain!r} is not the primary sectors of the contour"
+    elif s.delta != "auto":
+        why = f"delta0 = {s.delta} given: the delta sequence was asked for"
+    elif verdict(diagram).singular_faces:
+        why = ("integrable boundary singularities (sector exponents between -1 and 0) are "
+               "subtracted in the decomposed sectors only")
+    if why:
+        if s.cross_check:
+            raise SpecError(f"cross_check: needs both methods, but the contour cannot be used "
+                            f"here: {why}")
+        return ("delta",), why
+    return ("contour", "delta"), ""
+
+
+@dataclass(eq=False)
+class RunPlan:
+    """What :func:`loopint.compute` does for kinematic points that share the supports of U
+    and F (build it with :meth:`at`).
+
+    problem / settings: as given to compute; diagram: reduced at the points (:func:`at_point`);
+    kin: the points ``[K, s]``; regions: their kinds; prefactor: its value for
+    ``settings.prefactor``; ndim: integration variables.  The stages ``direct``, ``delta``
+    and ``contour`` and ``physical`` (:func:`physical_methods`) are built on first use.
+    """
+
+    problem: Problem
+    settings: Settings
+    diagram: Diagram
+    kin: np.ndarray
+    regions: list
+    prefactor: complex
+    ndim: int
+
+    @classmethod
+    def at(cls, problem: Problem, settings: Settings, probe: Integrand, keep_U: np.ndarray,
+           keep_F: np.ndarray, kin: np.ndarray) -> "RunPlan":
+        """The plan for the points ``kin`` of ``problem`` (``probe``: its diagram lowered on
+        the simplex; ``keep_U``, ``keep_F``: the points' supports, :func:`support_groups`)."""
+        diagram = at_point(problem.diagram, probe, keep_U, keep_F, kin)
+        probe = integrand(diagram, "simplex", "none", "float64")
+        return cls(problem, settings, diagram, kin, point_regions(probe, kin, settings),
+                   complex(sympy.N(diagram.prefactor(settings.prefactor), 20)), probe.ndim)
+
+    @property
+    def bare_atol(self) -> float:
+        """The absolute tolerance of the bare integral (the prefactor divided out)."""
+        return self.settings.atol / max(abs(self.prefactor), 1e-300)
+
+    @functools.cached_property
+    def direct(self) -> Stage:
+        s = self.settings
+        method = method_for(s, self.ndim, regulated=False, diagram=self.diagram)
+        domain = domain_for(s, method, self.diagram)
+        return self._stage(method, domain, make_engine(method, s, self.ndim), s.rtol,
+                           self.bare_atol)
+
+    @functools.cached_property
+    def delta(self) -> Stage:
+        s = self.settings
+        method = method_for(s, self.ndim, regulated=True, diagram=self.diagram)
+        domain = domain_for(s, method, self.diagram)
+        factor = DELTA_RTOL_FACTOR_CUBATURE if method == "cubature" else DELTA_RTOL_FACTOR
+        return self._stage(method, domain, make_engine(method, s, self.ndim, regulated=True),
+                           max(s.rtol * factor, 1e-13),
+                           s.atol * factor / max(abs(self.prefactor), 1e-300))
+
+    @functools.cached_property
+    def contour(self) -> Stage:
+        from .contour import ContourIntegrand
+        s = self.settings
+        method = contour_method(s, self.ndim)
+        if s.domain not in ("auto", "sectors"):
+            raise SpecError(f"domain: contour deformation uses domain 'sectors', not {s.domain!r}")
+        if verdict(self.diagram).singular_faces:
+            raise SpecError("contour: the deformed contour integrates over the primary sectors, "
+                            "where this integrand has integrable singularities at the boundary "
+                            "(sector exponents between -1 and 0, see `loopint show`); use "
+                            "contour 'none' (the delta sequence over the decomposed sectors)")
+        ig = integrand(self.diagram, "sectors", s.transform, s.precision, kind=ContourIntegrand)
+        engine = make_engine(method, s, self.ndim,
+                             stop_on_nonfinite=method in ("cubature", "qmc"))
+        return Stage(method, "sectors", ig, engine, engine_domain(method, "sectors", self.ndim),
+                     s.rtol, self.bare_atol, int(s.max_evals))
+
+    @functools.cached_property
+    def physical(self) -> tuple[tuple, str]:
+        return physical_methods(self.diagram, self.settings)
+
+    @property
+    def schedule(self) -> DeltaSchedule:
+        s = self.settings
+        return DeltaSchedule(s.delta, s.delta_q, s.delta_terms, s.delta_min_terms, s.rtol,
+                             self.bare_atol)
+
+    def _stage(self, method: str, domain: str, engine: Engine, rtol: float,
+               atol: float) -> Stage:
+        s = self.settings
+        transform = "none" if domain == "simplex" else s.transform
+        ig = integrand(self.diagram, domain, transform, s.precision)
+        return Stage(method, domain, ig, engine, engine_domain(method, domain, self.ndim),
+                     rtol, atol, int(s.max_evals))
