@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-from .engines.base import NONFINITE
+from .engines.base import Status
 from .lower import Integrand, PolySet, kronecker_points, power_complex, power_real
 from .result import scale_error
 
@@ -245,7 +245,7 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda) -
             evaluations += r.evaluations
             # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
             # deformation, unless lambda was given
-            if not r.status.startswith(NONFINITE) or contour_lambda != "auto":
+            if r.code is not Status.NONFINITE or contour_lambda != "auto":
                 break
             log.info("contour: sign violation at lambda = %.3g, retrying with %.3g", lam,
                      lam * CONTOUR_SHRINK)

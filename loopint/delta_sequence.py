@@ -32,10 +32,11 @@ import numpy as np
 
 from extrapolation import extrapolate
 
+from .engines.base import Status
+from .errors import SpecError
 from .io import complex_array, jsonable, write_json_atomic
 from .lower import Integrand
 from .maps import simplex_from_cube
-from .errors import SpecError
 from .result import scale_error
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,9 @@ def term_usable(engine_status: str, method: str) -> bool:
     its memory or evaluation bound with its best estimate and an error estimate that the
     extrapolation propagates (the smallest deltas of a multi-loop diagram fill the region
     store first; the windows of :func:`extrapolation.rational_windows` weigh what they add)."""
-    if engine_status == "converged":
-        return True
-    return method == "cubature" and engine_status.startswith(("memory_limit", "max_evals"))
+    code = Status.of(engine_status)
+    return code is Status.CONVERGED or (
+        method == "cubature" and code in (Status.MEMORY_LIMIT, Status.MAX_EVALS))
 
 
 def fingerprint(problem, settings: dict, delta0: np.ndarray, method: str) -> str:

@@ -31,13 +31,12 @@ import sympy
 
 from . import engines
 from .diagram import Diagram, is_scaleless
-from .errors import DiagramError
-from .region import Region, classify_coefficients
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import Box, Engine, IntegrationResult, Simplex
+from .errors import DiagramError, SpecError
 from .lower import Integrand
-from .errors import SpecError
 from .problem import Problem, Settings
+from .region import Region, classify_coefficients
 
 # Each term I(delta_j) is computed to rtol * DELTA_RTOL_FACTOR: half of the budget for the
 # terms, half for the extrapolation, which amplifies the terms' errors (the rational fit 40 to
@@ -67,6 +66,13 @@ class _LRU:
         return value
 
 
+def _content_key(diagram: Diagram, *extra) -> tuple:
+    """A hashable key of the diagram's polynomials, variables and propagator powers."""
+    return (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
+            tuple(sympy.srepr(v) for v in diagram.variables),
+            tuple(sympy.srepr(v) for v in diagram.powers)) + extra
+
+
 _INTEGRANDS = _LRU(32)
 _BLOWUPS = _LRU(64)
 _VERDICTS = _LRU(64)
@@ -80,11 +86,9 @@ def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
     every kernel that evaluates the integrand; with the cache, repeated ``compute`` calls
     (scans, phenomenology loops) reuse the compiled kernels.  The key is the content of the
     diagram, not the object."""
-    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
-           tuple(sympy.srepr(v) for v in diagram.variables),
-           tuple(sympy.srepr(v) for v in diagram.powers), tuple(diagram.kinematic_symbols),
-           sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
-           domain, transform, precision, kind)
+    key = _content_key(diagram, tuple(diagram.kinematic_symbols),
+                       sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
+                       domain, transform, precision, kind)
     return _INTEGRANDS.get(key, lambda: kind(diagram, domain=domain, transform=transform,
                                              precision=precision))
 
@@ -93,9 +97,7 @@ def verdict(diagram: Diagram) -> Verdict:
     """:func:`loopint.divergence.analyze` of the diagram's own supports (the supports at the
     kinematic point once :func:`at_point` has dropped the vanishing coefficients), cached by
     content."""
-    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
-           tuple(sympy.srepr(v) for v in diagram.variables),
-           tuple(sympy.srepr(v) for v in diagram.powers), sympy.srepr(diagram.dimension))
+    key = _content_key(diagram, sympy.srepr(diagram.dimension))
     return _VERDICTS.get(key, lambda: analyze(diagram))
 
 
@@ -106,8 +108,7 @@ def has_blowups(diagram: Diagram) -> bool:
     or the sequential cube, where those integrable singularities cost every level of an
     iterated integration and many regions of a cubature.  Cached by content; a
     decomposition that does not terminate is refused."""
-    key = (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
-           tuple(sympy.srepr(v) for v in diagram.variables))
+    key = _content_key(diagram)
 
     def decompose() -> bool:
         from .sectors import DecompositionError, decompose_polynomials
@@ -211,10 +212,10 @@ def method_for(s: Settings, ndim: int, regulated: bool, diagram: Diagram | None 
 
 
 def contour_method(s: Settings, ndim: int) -> str:
-    """The engine of the deformed contour: ``s.method``, or for ``"auto"`` cubature up to 4
-    dimensions and randomized lattices above (two-loop diagrams, where QMC needs fewer
-    evaluations for the same error).  A cube engine: the contour lives on the sectors' cubes."""
-    method = s.method if s.method != "auto" else ("cubature" if ndim <= 4 else "qmc")
+    """The engine of the deformed contour: ``s.method``, or for ``"auto"``
+    :func:`loopint.engines.choose_method` of a contour integrand.  A cube engine: the contour
+    lives on the sectors' cubes."""
+    method = s.method if s.method != "auto" else engines.choose_method(ndim, "contour")
     if method == "iterated":
         raise SpecError("method: contour deformation integrates over the primary-sector cubes: "
                         "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")

@@ -74,6 +74,7 @@ def test_choose_method_is_the_one_automatic_choice():
     assert [c(d, "feynman") for d in (3, 4, 5, 6)] == ["iterated", "cubature", "cubature", "qmc"]
     assert c(4, "regulated") == "iterated" and c(6, "regulated", decomposed=True) == "cubature"
     assert c(7, "regulated", decomposed=True) == "iterated"
+    assert [c(d, "contour") for d in (4, 5)] == ["cubature", "qmc"]
     assert [c(d, "series") for d in (1, 2)] == ["cubature", "qmc"]
     with pytest.raises(ValueError, match="integrand must be one of"):
         c(3, "exotic")

@@ -21,7 +21,7 @@ ENGINES: dict[str, type[Engine]] = {
 METHODS = tuple(ENGINES)
 
 # What ``method="auto"`` means for each kind of integrand (``choose_method``).
-INTEGRANDS = ("generic", "feynman", "regulated", "series")
+INTEGRANDS = ("generic", "feynman", "regulated", "contour", "series")
 
 
 def get(method: str, **options) -> Engine:
@@ -45,6 +45,9 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
       surface): the iterated engine with absolute inner tolerances, except over decomposed
       sectors (``decomposed=True``, a multi-loop diagram whose U or F vanishes inside the
       boundary) of up to 6 dimensions, where cubature needs fewer evaluations.
+    - ``"contour"`` (a Feynman integrand on the deformed contour, over the primary sectors'
+      cubes): cubature up to 4 dimensions, lattices above (two-loop diagrams, where QMC
+      needs fewer evaluations for the same error).
     - ``"series"`` (the subtracted sector integrands of an epsilon expansion, with logarithms
       at the faces): cubature in one dimension, lattices from two, where cubature slows down
       and overstates its error 10^2-10^4 times.
@@ -55,6 +58,8 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
         return "iterated" if ndim <= 3 else "cubature" if ndim <= 5 else "qmc"
     if integrand == "regulated":
         return "cubature" if decomposed and ndim <= 6 else "iterated"
+    if integrand == "contour":
+        return "cubature" if ndim <= 4 else "qmc"
     if integrand == "series":
         return "cubature" if ndim <= 1 else "qmc"
     raise ValueError(f"integrand must be one of {INTEGRANDS}, got {integrand!r}")

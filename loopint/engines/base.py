@@ -226,10 +226,6 @@ class Engine:
         return self.integrate_box(on_cube, np.zeros(ndim), np.ones(ndim), rtol=rtol, atol=atol,
                                   max_evals=max_evals)
 
-    def options(self) -> dict:
-        """The engine's options as keyword arguments."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
 
 class StaticCallable:
     """A callable as a static part of a compiled function: equal when it is the same object,
@@ -342,7 +338,12 @@ class NormalizedIntegrand:
 
 
 def _apply(f: BoundIntegrand, x):
+    """``f(x)`` with ``f``'s arrays as arguments: compiled (:data:`_evaluate`) or traced
+    (:func:`_output_shape`) once per integrand signature."""
     return f(x)
+
+
+_evaluate = jax.jit(_apply)
 
 
 @functools.partial(cached_by_signature, size=256)
@@ -466,12 +467,6 @@ def device_memory_limit(device=None) -> int:
 BOUNDARY_PROBE = (1e-4, 1e-8, 1e-12)
 BOUNDARY_GROWTH = 2.0
 BOUNDARY_BASE_POINTS = 4
-
-
-@jax.jit
-def _evaluate(f: BoundIntegrand, x):
-    """``f(x)`` compiled once per integrand signature (its arrays are traced arguments)."""
-    return f(x)
 
 
 def boundary_singularity(f: Callable, lower, upper) -> str | None:
