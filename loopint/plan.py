@@ -47,7 +47,7 @@ DELTA_RTOL_FACTOR = 0.5
 DELTA_RTOL_FACTOR_CUBATURE = 0.05
 
 
-class _LRU:
+class LRU:
     """A small least-recently-used memo: ``get(key, make)`` returns the value kept for
     ``key``, or ``make()`` (kept, the oldest entry dropped beyond ``size``)."""
 
@@ -73,9 +73,9 @@ def _content_key(diagram: Diagram, *extra) -> tuple:
             tuple(sympy.srepr(v) for v in diagram.powers)) + extra
 
 
-_INTEGRANDS = _LRU(32)
-_BLOWUPS = _LRU(64)
-_VERDICTS = _LRU(64)
+_INTEGRANDS = LRU(32)
+_BLOWUPS = LRU(64)
+_VERDICTS = LRU(64)
 
 
 def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
