@@ -65,6 +65,19 @@ class LRU:
             self._data.popitem(last=False)
         return value
 
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key) -> bool:
+        return key in self._data
+
+    def items(self) -> list:
+        """The kept ``(key, value)`` pairs, least recently used first."""
+        return list(self._data.items())
+
+    def clear(self) -> None:
+        self._data.clear()
+
 
 def _content_key(diagram: Diagram, *extra) -> tuple:
     """A hashable key of the diagram's polynomials, variables and propagator powers."""
@@ -73,9 +86,9 @@ def _content_key(diagram: Diagram, *extra) -> tuple:
             tuple(sympy.srepr(v) for v in diagram.powers)) + extra
 
 
-_INTEGRANDS = LRU(32)
-_BLOWUPS = LRU(64)
-_VERDICTS = LRU(64)
+INTEGRANDS = LRU(32)
+BLOWUPS = LRU(64)
+VERDICTS = LRU(64)
 
 
 def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
@@ -89,7 +102,7 @@ def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
     key = _content_key(diagram, tuple(diagram.kinematic_symbols),
                        sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
                        domain, transform, precision, kind)
-    return _INTEGRANDS.get(key, lambda: kind(diagram, domain=domain, transform=transform,
+    return INTEGRANDS.get(key, lambda: kind(diagram, domain=domain, transform=transform,
                                              precision=precision))
 
 
@@ -98,7 +111,7 @@ def verdict(diagram: Diagram) -> Verdict:
     kinematic point once :func:`at_point` has dropped the vanishing coefficients), cached by
     content."""
     key = _content_key(diagram, sympy.srepr(diagram.dimension))
-    return _VERDICTS.get(key, lambda: analyze(diagram))
+    return VERDICTS.get(key, lambda: analyze(diagram))
 
 
 def has_blowups(diagram: Diagram) -> bool:
@@ -121,7 +134,7 @@ def has_blowups(diagram: Diagram) -> bool:
                 "diagram") from None
         return any(sec.blowups for sec in sectors)
 
-    return _BLOWUPS.get(key, decompose)
+    return BLOWUPS.get(key, decompose)
 
 
 # ------------------------------------------------------------------ the points' supports
@@ -428,7 +441,19 @@ class RunPlan:
 
     @functools.cached_property
     def physical(self) -> tuple[tuple, str]:
-        return physical_methods(self.diagram, self.settings)
+        """:func:`physical_methods`, without the delta sequence where its stage cannot be
+        built from these settings (e.g. domain 'sectors' with an iterated delta engine): the
+        contour alone then, and a cross-check is refused before anything runs."""
+        how, why = physical_methods(self.diagram, self.settings)
+        if how == ("contour", "delta"):
+            try:
+                self.delta
+            except SpecError as e:
+                if self.settings.cross_check:
+                    raise SpecError(f"cross_check: needs both methods, but the delta sequence "
+                                    f"cannot run with these settings ({e})") from None
+                return ("contour",), ""
+        return how, why
 
     @property
     def schedule(self) -> DeltaSchedule:

@@ -241,3 +241,77 @@ def test_untraceable_integrand_is_a_clear_type_error(f):
     it, not with a TracerArrayConversionError from deep inside the engine."""
     with pytest.raises(TypeError, match=r"jax\.numpy.*jnp\.cos\(x\.sum\(1\)\)"):
         loopint.integrate(f, ndim=4, method="cubature")
+
+
+# ---------------------------------------------------------------------------------------
+# Compilation ahead of need (loopint.engines.regions.AHEAD)
+
+
+def _peak(a, x):
+    """A peak of height 1/a at (0.3, 0.3, 0.3): ~10^4-10^5 regions at tight tolerances."""
+    return 1.0 / (a + jnp.sum((x - 0.3) ** 2, axis=1))
+
+
+def _main_thread_compiles():
+    """A list that collects the durations of JAX compile events of the calling thread."""
+    import threading
+
+    import jax
+    seen, caller = [], threading.get_ident()
+
+    def listener(event, duration, **_):
+        if event.startswith("/jax/core/compile/") and threading.get_ident() == caller:
+            seen.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    return seen, listener
+
+
+def test_a_grown_buffer_finds_its_steps_compiled_ahead():
+    """A run that reaches COMPILE_AHEAD_FROM rows has the next buffer size's steps compiled
+    in the background; a later run that grows into that size (a smaller delta of a sequence:
+    the same integrand with new bound arrays) compiles nothing on its own thread, and its
+    numbers equal those of a run with compilation ahead switched off."""
+    import jax
+    from jax.tree_util import Partial
+
+    from loopint.engines import regions
+
+    box = base.Box.cube(3)
+    first = Cubature().integrate(Partial(_peak, jnp.float64(1e-3)), box, rtol=1e-8,
+                                 max_evals=2 * 10**6)
+    assert first.info["capacity"] == regions.COMPILE_AHEAD_FROM
+    regions.AHEAD.join()
+    seen, listener = _main_thread_compiles()
+    try:
+        second = Cubature().integrate(Partial(_peak, jnp.float64(1e-4)), box, rtol=1e-9,
+                                      max_evals=6 * 10**6)
+    finally:
+        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
+        if unregister is not None:
+            unregister(listener)
+    regions.AHEAD.join()
+    assert second.info["capacity"] == regions.COMPILE_AHEAD_FROM * regions.CAPACITY_STEP
+    assert sum(seen) == 0.0, f"{len(seen)} compile events on the run's own thread"
+    plain = Cubature(compile_ahead=False).integrate(Partial(_peak, jnp.float64(1e-4)), box,
+                                                     rtol=1e-9, max_evals=6 * 10**6)
+    assert (plain.value, plain.error, plain.evaluations) == \
+        (second.value, second.error, second.evaluations)
+
+
+def test_compile_ahead_runs_each_key_once_and_survives_failures():
+    import threading
+
+    from loopint.engines.regions import CompileAhead
+
+    ahead, calls, gate = CompileAhead(size=4), [], threading.Event()
+    ahead.submit("slow", lambda: (gate.wait(), calls.append("slow")))
+    ahead.submit("slow", lambda: calls.append("again"))           # same key: not queued
+    ahead.submit("bad", lambda: 1 / 0)                              # dropped, thread lives on
+    ahead.submit("ok", lambda: calls.append("ok"))
+    gate.set()
+    ahead.wait("ok")
+    assert calls == ["slow", "ok"]
+    ahead.wait("missing")                                           # unknown key: no wait
+    ahead.close()
+    assert ahead.waited >= 0.0

@@ -13,7 +13,6 @@ integration: the stages are built, and only two 2-D cubatures run (the triangle,
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -125,8 +124,8 @@ def test_lru_never_holds_more_than_size_entries():
     lru = LRU(3)
     for k in range(10):
         lru.get(k, object)
-        assert len(lru._data) <= 3            # LRU has no length: its OrderedDict is what it holds
-    assert list(lru._data) == [7, 8, 9]
+        assert len(lru) <= 3
+    assert [k for k, _ in lru.items()] == [7, 8, 9]
 
 
 def test_lru_keeps_nothing_when_make_raises():
@@ -147,12 +146,13 @@ def test_lru_keeps_nothing_when_make_raises():
 def restored_caches():
     """Snapshots the module's caches and puts their entries back after the test, so that
     filling them with test keys does not evict other tests' integrands."""
-    caches = (plan._INTEGRANDS, plan._BLOWUPS, plan._VERDICTS)
-    saved = [OrderedDict(c._data) for c in caches]
+    caches = (plan.INTEGRANDS, plan.BLOWUPS, plan.VERDICTS)
+    saved = [c.items() for c in caches]
     yield caches
-    for c, d in zip(caches, saved):
-        c._data.clear()
-        c._data.update(d)
+    for c, items in zip(caches, saved):
+        c.clear()
+        for key, value in items:
+            c.get(key, lambda value=value: value)
 
 
 def test_integrand_is_shared_by_diagrams_with_the_same_content(below, above):
@@ -187,21 +187,21 @@ def test_verdict_and_blowups_are_cached_by_content(massless_triangle):
     assert has_blowups(problem("triangle_below_threshold").diagram) is False
 
 
-@pytest.mark.parametrize("name,size", [("_INTEGRANDS", 32), ("_BLOWUPS", 64),
-                                       ("_VERDICTS", 64)])
+@pytest.mark.parametrize("name,size", [("INTEGRANDS", 32), ("BLOWUPS", 64),
+                                       ("VERDICTS", 64)])
 def test_content_caches_stay_within_their_size(restored_caches, name, size):
     cache = getattr(plan, name)
     assert cache.size == size
     for k in range(size + 10):
         cache.get(("test_plan", k), object)
-    assert len(cache._data) == size
-    assert ("test_plan", 9) not in cache._data and ("test_plan", 10) in cache._data
+    assert len(cache) == size
+    assert ("test_plan", 9) not in cache and ("test_plan", 10) in cache
 
 
 def test_an_evicted_integrand_is_lowered_anew(restored_caches, below):
     ig = integrand(below.diagram, "sequential", "sidi2", "float64")
-    for k in range(plan._INTEGRANDS.size):
-        plan._INTEGRANDS.get(("test_plan", k), object)
+    for k in range(plan.INTEGRANDS.size):
+        plan.INTEGRANDS.get(("test_plan", k), object)
     assert integrand(below.diagram, "sequential", "sidi2", "float64") is not ig
 
 
@@ -486,17 +486,13 @@ def test_contour_stage_refuses_a_domain_other_than_sectors(above, singular_trian
         p_singular.contour
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "plan.py: physical_methods accepts domain 'sectors' for both methods, but the delta stage "
-    "(iterated for 'auto' on this diagram) refuses that domain, after the contour has run"))
-def test_cross_check_with_domain_sectors_is_refused_before_any_integration(above):
-    p = plan_at(above, settings(domain="sectors", cross_check=True))
-    try:
-        how, _ = p.physical
-    except SpecError:
-        return
-    assert "delta" in how
-    p.delta
+def test_domain_sectors_leaves_the_contour_alone_and_refuses_a_cross_check(above):
+    """With domain 'sectors' the delta sequence's engine for this diagram (iterated) cannot
+    run, so the contour has no fallback and a cross-check is refused before any integration."""
+    with pytest.raises(SpecError) as e:
+        plan_at(above, settings(domain="sectors", cross_check=True)).physical
+    assert str(e.value).startswith("cross_check:")
+    assert plan_at(above, settings(domain="sectors")).physical == (("contour",), "")
 
 
 # --------------------------------------------------------------------------- Stage.integrate

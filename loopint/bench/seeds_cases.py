@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 
 import jax
@@ -55,13 +56,16 @@ _COMPILE_EVENTS = ("/jax/core/compile/",)
 
 @contextlib.contextmanager
 def compile_clock():
-    """Sum of JAX's compile-event durations (seconds) inside the block: ``with compile_clock()
-    as c: ...; c[0]``."""
-    total = [0.0]
+    """JAX's compile-event durations (seconds) inside the block: ``with compile_clock() as c:
+    ...``; ``c[0]`` is the time the calling thread spent compiling (time the computation
+    waited for), ``c[1]`` the time other threads spent (the engines' compilation ahead of
+    need, :data:`loopint.engines.regions.AHEAD`, which overlaps the computation)."""
+    total = [0.0, 0.0]
+    caller = threading.get_ident()
 
     def listener(event, duration, **_):
         if event.startswith(_COMPILE_EVENTS):
-            total[0] += duration
+            total[0 if threading.get_ident() == caller else 1] += duration
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:

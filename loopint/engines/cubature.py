@@ -22,7 +22,10 @@ the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insert
 totals and next selection size); the host loop (:class:`_Run`) reads a few scalars per
 step.  Buffers have fixed sizes from the ladder ``512·8^k``
 (:func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;
-evaluation runs in chunks whose number follows the live region count.
+evaluation runs in chunks whose number follows the live region count.  From
+:data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, the steps of the next buffer size
+are compiled in the background (option ``compile_ahead``), so that a run that grows, or the
+next run of a delta sequence, does not wait for them.
 
 Global error estimate (``error_estimate="global"``).  The sum of the local errors
 ``Σ E_r`` is the error of the embedded degree-5 rule summed without signs; on smooth and on
@@ -129,6 +132,9 @@ class Cubature(base.Engine):
             prescription), not a few bad points.
         boundary_check: probe the integrand near the faces after the run
             (:func:`~loopint.engines.base.probe_boundary`).
+        compile_ahead: once the buffer holds
+            :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows, compile the next
+            buffer size's steps in a background thread (:data:`~loopint.engines.regions.AHEAD`).
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
@@ -148,6 +154,7 @@ class Cubature(base.Engine):
     error_estimate: str = "local"
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
+    compile_ahead: bool = True
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
@@ -238,11 +245,13 @@ class _Run:
                                 **scalars, is_complex=problem.integrand.is_complex)
         n9 = (make_rule("dcuhre9", problem.ndim).n_points
               if engine.error_estimate == "global" else 0)
-        return cls(engine, problem, rtol, atol, int(max_evals),
-                   regions.Progress(regions=count, capacity=cap,
-                                    evaluations=count * problem.points_per_region),
-                   _Sweeps(points=n9), scalars, buffers, plan, est.nonfinite, retired_value,
-                   retired_error)
+        run = cls(engine, problem, rtol, atol, int(max_evals),
+                  regions.Progress(regions=count, capacity=cap,
+                                   evaluations=count * problem.points_per_region),
+                  _Sweeps(points=n9), scalars, buffers, plan, est.nonfinite, retired_value,
+                  retired_error)
+        run._compile_ahead()
+        return run
 
     def loop(self) -> str:
         """Bisect until a stop; returns the stop's status."""
@@ -314,6 +323,7 @@ class _Run:
         """Degree-9 sweep of the live regions: the global estimate, checked against the
         previous one (:func:`_covers`)."""
         p, sw, b = self.progress, self.sweeps, self.buffers
+        regions.AHEAD.wait(self._ahead_key("sweep", p.capacity))
         est9 = self.problem.evaluate(b[0], b[1], p.regions, self.plan.weights, p.capacity,
                                      rule="dcuhre9")
         dtype = self.problem.dtype
@@ -342,10 +352,36 @@ class _Run:
                 return stop
         split = min(split, max_regions - p.regions)
         if p.regions + split > p.capacity:
-            p.capacity = self.problem.capacity(p.regions + split)
-            self.buffers = _grow(self.buffers, rows=p.capacity)
+            capacity = self.problem.capacity(p.regions + split)
+            regions.AHEAD.wait(self._ahead_key("steps", p.capacity, capacity))
+            p.capacity = capacity
+            self.buffers = _grow(self.buffers, rows=capacity)
+            self._compile_ahead()
         self._bisect(min(split, p.capacity // 2, p.capacity - p.regions))
         return None
+
+    def _ahead_key(self, *what) -> tuple:
+        problem = self.problem
+        return (METHOD, problem.kernel["f"].signature(), problem.ndim,
+                problem.kernel["dtype_name"], problem.integrand.n_components,
+                problem.integrand.is_complex, problem.rule, problem.memory.chunk_points) + what
+
+    def _compile_ahead(self) -> None:
+        """From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, have the next
+        buffer size's steps (:func:`_compile_steps`) and, with the global estimate, the
+        sweeps of this size and the next (:func:`_compile_sweep`) compiled in the
+        background."""
+        cap = self.progress.capacity
+        if not self.engine.compile_ahead or cap < regions.COMPILE_AHEAD_FROM:
+            return
+        new = self.problem.capacity(cap * regions.CAPACITY_STEP)
+        sizes = (cap, new) if new > cap else (cap,)
+        if new > cap:
+            regions.AHEAD.submit(self._ahead_key("steps", cap, new),
+                                 functools.partial(_compile_steps, self.problem, cap, new))
+        for rows in sizes if self.sweeps.points else ():
+            regions.AHEAD.submit(self._ahead_key("sweep", rows),
+                                 functools.partial(_compile_sweep, self.problem, rows))
 
     def _retire(self) -> str | None:
         """Move the smallest-error regions into the retired sums (:func:`_retire`)."""
@@ -502,6 +538,46 @@ def _grow(state, *, rows):
     def pad(a):
         return jnp.pad(a, [(0, rows - a.shape[0])] + [(0, 0)] * (a.ndim - 1), mode="edge")
     return tuple(pad(a) for a in state)
+
+
+def _specs(problem: regions.RegionProblem):
+    """``spec(shape, dtype)`` and the five buffers of ``rows`` rows, as shapes to compile for."""
+    n, m, dtype = problem.ndim, problem.integrand.n_components, problem.dtype
+
+    def spec(shape, dt=dtype):
+        return jax.ShapeDtypeStruct(shape, dt)
+
+    def state(rows):
+        return (spec((rows, n)), spec((rows, n)), spec((rows, m)), spec((rows, m)),
+                spec((rows,), jnp.int32))
+
+    return spec, state
+
+
+def _compile_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
+    """Compile, without running them, the steps of a run whose buffer grows from
+    ``capacity`` to ``new_capacity`` rows: the growth, the bisection, the evaluation of the
+    children and the insertion.  The shapes, static arguments and keyword arguments are those
+    of :class:`_Run`'s calls (JAX's caches tell positional from keyword arguments), so that
+    its calls find the code."""
+    spec, state = _specs(problem)
+    m, rows = problem.integrand.n_components, new_capacity
+    i32, vec, scalar = spec((), jnp.int32), spec((m,)), spec(())
+    _grow.lower(state(capacity), rows=rows).compile()
+    _children.lower(*[state(rows)[k] for k in (0, 1, 3, 4)], i32, i32, vec).compile()
+    problem.compile_evaluate(rows)
+    _insert.lower(*state(rows), spec((rows // 2,), jnp.int32), *state(rows)[:2],
+                  *state(rows)[2:], i32, i32, spec((), jnp.bool_), vec, vec, rtol=scalar,
+                  atol=scalar, share=scalar, is_complex=problem.integrand.is_complex).compile()
+
+
+def _compile_sweep(problem: regions.RegionProblem, rows: int) -> None:
+    """Compile a degree-9 sweep of a buffer of ``rows`` rows and its global estimate."""
+    spec, _ = _specs(problem)
+    m = problem.integrand.n_components
+    i32, vec, scalar, values = spec((), jnp.int32), spec((m,)), spec(()), spec((rows, m))
+    problem.compile_evaluate(rows, rule="dcuhre9")
+    _global_estimate.lower(values, values, values, i32, vec, vec, scalar, scalar).compile()
 
 
 def _covers(previous, current) -> bool:

@@ -10,6 +10,12 @@ depends on the integrand).  Regions are ranked by the priority ``p_r = max_k E_{
 octaves of the priority (:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`),
 a few histogram passes instead of a sort.
 
+Compilation ahead: every buffer size compiles its steps once, when a run first needs it.  A
+run whose buffer has reached :data:`COMPILE_AHEAD_FROM` rows has the next size's steps
+compiled by :data:`AHEAD`, one background thread, while it computes; a later run (the next
+delta of a sequence, whose regulated integrand needs more regions) or the same run then finds
+them in JAX's caches instead of compiling on its own path.
+
 Memory: the option ``memory_limit`` (bytes) of both engines bounds the regions held at once
 (:data:`BYTES_PER_REGION` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
 each, at most :data:`CHUNK_POINTS`), :func:`memory_bounds`.
@@ -22,8 +28,12 @@ components, the rule, the memory bounds: a :class:`RegionProblem`) and
 
 from __future__ import annotations
 
+import atexit
+import collections
 import dataclasses
 import functools
+import queue
+import threading
 import time
 from typing import Any, Callable
 
@@ -225,6 +235,89 @@ def requested_tolerance(total_value, rtol: float, atol: float, n) -> float:
 
 
 # ---------------------------------------------------------------------------------------
+# Compilation ahead of need
+
+# Buffers from this many rows on compile the next size's steps in the background: a run of
+# that size computes for longer than the compilation takes, while below it a compilation
+# that may never be used would only compete with the run for the CPU.
+COMPILE_AHEAD_FROM = 32768
+
+
+class CompileAhead:
+    """One background thread that compiles what a run is expected to need next.
+
+    :meth:`submit` queues ``work()`` (a compilation) under a key (once per key); :meth:`wait` blocks
+    until the work under a key is done, so that the run does not compile the same code a
+    second time next to the thread, and adds the time it waited to :attr:`waited`.  A
+    failed compilation is dropped: the run's own call compiles again and reports the error.
+    At interpreter exit the queued work is dropped and the running compilation finished.
+    """
+
+    def __init__(self, size: int = 64):
+        self._size = size
+        self._done: collections.OrderedDict = collections.OrderedDict()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.waited = 0.0
+
+    def submit(self, key, work: Callable[[], Any]) -> None:
+        with self._lock:
+            if key in self._done:
+                return
+            done = threading.Event()
+            self._done[key] = done
+            while len(self._done) > self._size:
+                self._done.popitem(last=False)
+            self._queue.put((done, work))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="loopint-compile",
+                                                daemon=True)
+                self._thread.start()
+                atexit.register(self.close)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            done, work = item
+            try:
+                work()
+            except Exception:        # noqa: BLE001 - the run's own call reports it
+                pass
+            finally:
+                done.set()
+
+    def wait(self, key) -> None:
+        done = self._done.get(key)
+        if done is not None and not done.is_set():
+            t0 = time.perf_counter()
+            done.wait()
+            self.waited += time.perf_counter() - t0
+
+    def join(self) -> None:
+        """Wait until all submitted work is done."""
+        for done in list(self._done.values()):
+            done.wait()
+
+    def close(self) -> None:
+        """Drop the queued work, finish the running compilation, stop the thread."""
+        if self._thread is None:
+            return
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].set()
+        self._queue.put(None)
+        self._thread.join()
+        self._thread = None
+
+
+AHEAD = CompileAhead()
+
+
+# ---------------------------------------------------------------------------------------
 # Memory bounds
 
 # Device bytes per region held: the region arrays (centres, half-widths, values and errors of
@@ -314,6 +407,18 @@ class RegionProblem:
         return evaluate_buffer(centers, halfwidths, jnp.int32(count), weights,
                                chunk=chunk_for(capacity, npts, self.memory.chunk_points),
                                rule=rule, **self.kernel)
+
+    def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
+        """Compile :meth:`evaluate` for a buffer of ``capacity`` rows without running it:
+        the compiled code lands in the caches that a call with these shapes uses."""
+        rule = rule or self.rule
+        npts = make_rule(rule, self.ndim).n_points
+        rows = jax.ShapeDtypeStruct((capacity, self.ndim), self.dtype)
+        weights = jax.ShapeDtypeStruct((self.integrand.n_components,), self.dtype)
+        count = jax.ShapeDtypeStruct((), jnp.int32)
+        evaluate_buffer.lower(rows, rows, count, weights, rule=rule,
+                              chunk=chunk_for(capacity, npts, self.memory.chunk_points),
+                              **self.kernel).compile()
 
     def initial_grid(self, divisions: int, max_evals: int):
         """The uniform grid of ``divisions^d`` regions in a padded device buffer.
