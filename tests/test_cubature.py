@@ -315,3 +315,29 @@ def test_compile_ahead_runs_each_key_once_and_survives_failures():
     ahead.wait("missing")                                           # unknown key: no wait
     ahead.close()
     assert ahead.waited >= 0.0
+
+
+def test_a_large_buffer_evaluated_chunk_by_chunk_equals_one_call():
+    """Beyond eight chunks a buffer is evaluated chunk by chunk from the host (one compiled
+    integrand kernel for every larger buffer); each region's estimates are bit for bit those
+    of the single jitted call over the whole buffer."""
+    from loopint.engines import regions
+
+    f3d = CASES["f3_3d"]
+    problem = regions.prepare(f3d.f, np.zeros(3), np.ones(3), rtol=1e-6, atol=0.0,
+                              max_evals=10**9, precision="float64", rule="genz_malik",
+                              memory_limit=2**16, default_regions=2**20)
+    capacity = 4096
+    chunk = problem.chunk(capacity)
+    assert capacity > regions.CAPACITY_STEP * chunk       # the chunk-by-chunk path
+    rng = np.random.default_rng(7)
+    halfwidths = jnp.asarray(rng.uniform(0.01, 0.05, (capacity, 3)))
+    centers = jnp.asarray(rng.uniform(0.05, 0.95, (capacity, 3)))
+    weights = jnp.ones((1,))
+    count = capacity - 3 * chunk // 2                     # a partly live last chunk
+    by_chunk = problem.evaluate(centers, halfwidths, count, weights, capacity)
+    one_call = regions.evaluate_buffer(centers, halfwidths, jnp.int32(count), weights,
+                                       chunk=chunk, rule="genz_malik", **problem.kernel)
+    for a, b in zip(by_chunk, one_call):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert not np.any(np.asarray(by_chunk.value)[count:])

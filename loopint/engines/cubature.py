@@ -15,10 +15,10 @@ error ``Σ E_r``.  While ``|Σ E| > max(atol, rtol·|Σ I|)`` in some component:
    call, give each child the two-level error of Berntsen, Espelid & Genz, and put the
    children in place of the parent.
 
-A step is three jitted calls on device-resident buffers: :func:`_children` (selection by
+A step is three jitted stages on device-resident buffers: :func:`_children` (selection by
 octaves of the priority, no sort; bisection), the integrand evaluation
-:func:`~loopint.engines.regions.evaluate_buffer` (the only compiled code that depends on
-the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insertion, new
+:meth:`~loopint.engines.regions.RegionProblem.evaluate` (the only compiled code that depends
+on the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insertion, new
 totals and next selection size); the host loop (:class:`_Run`) reads a few scalars per
 step.  Buffers have fixed sizes from the ladder ``512·8^k``
 (:func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;

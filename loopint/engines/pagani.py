@@ -38,7 +38,7 @@ fourth differences by ``1/τ_k``.  Non-finite integrand values are counted
 (``info["nonfinite"]``), replaced by 0, and make the status ``nonfinite: ...``.
 
 Each iteration is three jitted calls on device-resident buffers of a fixed size from the
-ladder ``512·8^k``: :func:`~loopint.engines.regions.evaluate_buffer` (shared with the
+ladder ``512·8^k``: :meth:`~loopint.engines.regions.RegionProblem.evaluate` (shared with the
 cubature engine), :func:`_post_process` and :func:`_filter_split`
 (:func:`_threshold_classify` when triggered); the host loop (:class:`_Run`) reads a few sums
 per iteration.
@@ -334,7 +334,7 @@ def _post_process(est_value, est_error, split_axis, nonfinite, parent_value, s, 
 
     Regions ``i`` and ``i + s/2`` are the two halves of parent ``i`` (row ``i`` of
     ``parent_value``), as laid out by :func:`_filter_split`.  Independent of the integrand
-    (evaluation is :func:`~loopint.engines.regions.evaluate_buffer`).
+    (evaluation is :meth:`~loopint.engines.regions.RegionProblem.evaluate`).
     """
     cap = est_value.shape[0]
     rows = jnp.arange(cap)

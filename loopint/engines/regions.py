@@ -3,9 +3,12 @@
 Both engines keep a list of boxes, as centres and half-widths, in device buffers whose
 number of rows comes from the ladder ``512·8^k`` (:func:`capacity_for`), so that a run
 compiles a handful of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is applied
-to the live rows of a buffer in chunks (:func:`evaluate_regions`; :func:`evaluate_buffer`
-is its jitted form for a user integrand, the only compiled code of the two engines that
-depends on the integrand).  Regions are ranked by the priority ``p_r = max_k E_{r,k}/τ_k``
+to the live rows of a buffer in chunks (:meth:`RegionProblem.evaluate`): a buffer of up to
+eight chunks in one jitted call (:func:`evaluate_regions`, :func:`evaluate_buffer`), a
+larger one chunk by chunk from the host (:func:`evaluate_chunk`), so that the compiled code
+that contains the integrand depends on the chunk, not on the buffer: buffers beyond
+``8·chunk`` rows reuse it, and a run (or the next delta of a sequence) that grows into
+them compiles only the integrand-free bookkeeping.  Regions are ranked by the priority ``p_r = max_k E_{r,k}/τ_k``
 (:func:`tolerance_targets`, :func:`component_weights`, :func:`priority`) and selected by
 octaves of the priority (:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`),
 a few histogram passes instead of a sort.
@@ -89,14 +92,51 @@ def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, d
     """:func:`evaluate_regions` for a user integrand ``f`` (a
     :class:`~loopint.engines.base.BoundIntegrand`, whose bound arrays are traced), jitted.
 
-    The only compiled function of the engines that contains the integrand: it is compiled
-    once per integrand function, buffer size and precision (not per kinematic point or delta)
-    and shared by the cubature and PAGANI engines; their bookkeeping is compiled
-    independently of the integrand.
+    With :func:`evaluate_chunk`, the only compiled code of the region engines that contains
+    the integrand: compiled once per integrand function, buffer size and precision (not per
+    kinematic point or delta) and shared by the cubature and PAGANI engines; their
+    bookkeeping is compiled independently of the integrand.
     """
     n = base.normalize_integrand(f, ndim, jnp.dtype(dtype_name))
     return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
                             component_weights, n.n_components, chunk)
+
+
+@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "rule"))
+def evaluate_chunk(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
+                   rule="genz_malik") -> RegionEstimates:
+    """The rule on one chunk of regions, rows ``[0, count)`` live: the body of
+    :func:`evaluate_regions` as a function of its own, compiled once per integrand function,
+    chunk size and rule, whatever the buffer the chunk comes from."""
+    n = base.normalize_integrand(f, ndim, jnp.dtype(dtype_name))
+    valid = jnp.arange(centers.shape[0], dtype=jnp.int32) < count
+    return apply_rule(n.fn, make_rule(rule, ndim), centers, halfwidths, valid,
+                      component_weights)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk",))
+def _take_chunk(centers, halfwidths, start, *, chunk):
+    zero = jnp.zeros((), jnp.int32)
+    n = centers.shape[1]
+    return (jax.lax.dynamic_slice(centers, (start, zero), (chunk, n)),
+            jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n)))
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def _put_chunk(out: RegionEstimates, est: RegionEstimates, start) -> RegionEstimates:
+    zero = jnp.zeros((), jnp.int32)
+    return RegionEstimates(jax.lax.dynamic_update_slice(out.value, est.value, (start, zero)),
+                           jax.lax.dynamic_update_slice(out.error, est.error, (start, zero)),
+                           jax.lax.dynamic_update_slice(out.split_axis, est.split_axis, (start,)),
+                           out.nonfinite + est.nonfinite)
+
+
+@functools.partial(jax.jit, static_argnames=("rows", "n_components", "dtype_name"))
+def _no_estimates(*, rows, n_components, dtype_name) -> RegionEstimates:
+    dtype = jnp.dtype(dtype_name)
+    return RegionEstimates(jnp.zeros((rows, n_components), dtype),
+                           jnp.zeros((rows, n_components), dtype),
+                           jnp.zeros((rows,), jnp.int32), jnp.zeros((), jnp.int32))
 
 
 def _pow2_floor(x: int) -> int:
@@ -398,27 +438,56 @@ class RegionProblem:
         :attr:`top_capacity`)."""
         return min(capacity_for(n_regions), self.top_capacity)
 
+    def chunk(self, capacity: int, rule: str | None = None) -> int:
+        """Regions per integrand call for a buffer of ``capacity`` rows (:func:`chunk_for`)."""
+        npts = make_rule(rule or self.rule, self.ndim).n_points
+        return chunk_for(capacity, npts, self.memory.chunk_points)
+
     def evaluate(self, centers, halfwidths, count: int, weights, capacity: int,
                  rule: str | None = None) -> RegionEstimates:
-        """:func:`evaluate_buffer` of rows ``[0, count)`` with this run's rule (or ``rule``),
-        in chunks sized for a buffer of ``capacity`` rows."""
+        """The rule (this run's, or ``rule``) on rows ``[0, count)`` of a buffer of
+        ``capacity`` rows, in chunks (:func:`chunk_for`): up to eight chunks in one call of
+        :func:`evaluate_buffer`, more chunk by chunk (:func:`evaluate_chunk`), with the same
+        arithmetic per region.  Rows ``>= count`` of the outputs are zero."""
         rule = rule or self.rule
-        npts = make_rule(rule, self.ndim).n_points
-        return evaluate_buffer(centers, halfwidths, jnp.int32(count), weights,
-                               chunk=chunk_for(capacity, npts, self.memory.chunk_points),
-                               rule=rule, **self.kernel)
+        chunk = self.chunk(capacity, rule)
+        if capacity <= CAPACITY_STEP * chunk:
+            return evaluate_buffer(centers, halfwidths, jnp.int32(count), weights, chunk=chunk,
+                                   rule=rule, **self.kernel)
+        out = _no_estimates(rows=capacity, n_components=self.integrand.n_components,
+                            dtype_name=self.kernel["dtype_name"])
+        for start in range(0, int(count), chunk):
+            c, h = _take_chunk(centers, halfwidths, jnp.int32(start), chunk=chunk)
+            est = evaluate_chunk(c, h, jnp.int32(count - start), weights, rule=rule,
+                                 **self.kernel)
+            out = _put_chunk(out, est, jnp.int32(start))
+        return out
 
     def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
         """Compile :meth:`evaluate` for a buffer of ``capacity`` rows without running it:
         the compiled code lands in the caches that a call with these shapes uses."""
         rule = rule or self.rule
-        npts = make_rule(rule, self.ndim).n_points
-        rows = jax.ShapeDtypeStruct((capacity, self.ndim), self.dtype)
-        weights = jax.ShapeDtypeStruct((self.integrand.n_components,), self.dtype)
-        count = jax.ShapeDtypeStruct((), jnp.int32)
-        evaluate_buffer.lower(rows, rows, count, weights, rule=rule,
-                              chunk=chunk_for(capacity, npts, self.memory.chunk_points),
-                              **self.kernel).compile()
+        chunk = self.chunk(capacity, rule)
+        m = self.integrand.n_components
+
+        def spec(*shape, dtype=self.dtype):
+            return jax.ShapeDtypeStruct(shape, dtype)
+
+        rows, weights, count = spec(capacity, self.ndim), spec(m), spec(dtype=jnp.int32)
+        if capacity <= CAPACITY_STEP * chunk:
+            evaluate_buffer.lower(rows, rows, count, weights, rule=rule, chunk=chunk,
+                                  **self.kernel).compile()
+            return
+        part = spec(chunk, self.ndim)
+        estimates = RegionEstimates(spec(capacity, m), spec(capacity, m),
+                                    spec(capacity, dtype=jnp.int32), count)
+        chunk_estimates = RegionEstimates(spec(chunk, m), spec(chunk, m),
+                                          spec(chunk, dtype=jnp.int32), count)
+        _no_estimates.lower(rows=capacity, n_components=m,
+                            dtype_name=self.kernel["dtype_name"]).compile()
+        _take_chunk.lower(rows, rows, count, chunk=chunk).compile()
+        evaluate_chunk.lower(part, part, count, weights, rule=rule, **self.kernel).compile()
+        _put_chunk.lower(estimates, chunk_estimates, count).compile()
 
     def initial_grid(self, divisions: int, max_evals: int):
         """The uniform grid of ``divisions^d`` regions in a padded device buffer.
