@@ -57,6 +57,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eps-order", type=int, dest="eps_order",
                    help="dimensional regularization (dimension with eps): the highest order "
                         "of eps of the Laurent coefficients (default 0, the finite part)")
+    g.add_argument("--derivative", action="append", dest="derivatives", metavar="SYMBOL",
+                   help="also the derivative with respect to this kinematic symbol (repeat for "
+                        "several), integrated with the value to the same tolerance")
+    g.add_argument("--derivative-order", type=int, choices=[1, 2], dest="derivative_order",
+                   help="2: also the second derivatives of every pair of --derivative symbols")
     g.add_argument("--seed", type=int, help="random seed of the mc/qmc engines")
     g.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
     g.add_argument("--quiet", action="store_true", help="no progress display")
@@ -118,7 +123,7 @@ def _select_device(name: str | None) -> None:
 def _overrides(a) -> dict:
     kw = {}
     for k in ("method", "rtol", "atol", "precision", "prefactor", "seed", "contour",
-              "cross_check", "eps_order"):
+              "cross_check", "eps_order", "derivatives", "derivative_order"):
         v = getattr(a, k, None)
         if v is not None:
             kw[k] = v
@@ -355,15 +360,29 @@ def _print_series(r) -> None:
     print(f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s")
 
 
+def _print_derivatives(r) -> None:
+    """One line per derivative (per Laurent coefficient for a regulated integral)."""
+    for label, d in (r.derivatives or {}).items():
+        name = "d/d" + label if "," not in label else "d2/d" + "d".join(label.split(","))
+        if d.coefficients is None:
+            print(f"{name:<11s} {_fmt(complex(d.value), complex(d.error))}")
+            continue
+        for j, c in d.coefficients.items():
+            print(f"{name + f' eps^{j}':<11s} "
+                  f"{_fmt(complex(c), complex(d.coefficient_errors[j]))}")
+
+
 def _print_result(r, reference=None) -> None:
     if r.coefficients is not None and not isinstance(r.region, list):
         _print_series(r)
+        _print_derivatives(r)
         if reference is not None:
             diff = complex(r.value) - reference.value
             print(f"reference   eps^0: {reference.value:.12g}   (difference {abs(diff):.2g}; "
                   f"{reference.source})")
         return
     print(f"value       {_fmt(complex(r.value), complex(r.error))}")
+    _print_derivatives(r)
     print(f"status      {r.status}")
     if not r.converged:
         print("error       a lower bound only: the run did not converge, the true error may be "
@@ -406,7 +425,7 @@ def _compute(a, p, **kw):
             raise
         raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
     except SpecError as e:
-        if str(e).startswith("kinematics"):
+        if str(e).startswith(("kinematics", "derivatives")):
             raise SpecError(f"{a.file}: {e}") from None
         raise
 
@@ -480,7 +499,13 @@ def cmd_scan(a) -> int:
     for i in range(len(vals)):
         row = {n: float(kin[n][i]) for n in names}
         row.update(re=vals[i].real, im=vals[i].imag, err_re=abs(errs[i].real),
-                   err_im=abs(errs[i].imag), converged=bool(ok[i]))
+                   err_im=abs(errs[i].imag))
+        for label, d in (r.derivatives or {}).items():
+            v, e = np.atleast_1d(d.value)[i], np.atleast_1d(d.error)[i]
+            key = "d_" + label.replace(",", "_")
+            row.update({f"{key}_re": v.real, f"{key}_im": v.imag, f"{key}_err_re": abs(e.real),
+                        f"{key}_err_im": abs(e.imag)})
+        row["converged"] = bool(ok[i])
         rows.append(row)
     if a.csv:
         buf = io.StringIO()

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import delta_sequence
 from .contour import combine_physical, contour_points
+from .derivatives import Derivative, request, split
 from .diagram import Diagram
 from .errors import DiagramError
 from .io import jsonable
@@ -99,29 +100,43 @@ def _normalized(target, kinematics, settings, overrides) -> tuple[Problem, Setti
 
 
 class _Points:
-    """Per-point results of one plan, filled stage by stage."""
+    """Per-point results of one plan, filled stage by stage: the values and, per derivative
+    asked for, its values (``dvalue[j, k]``)."""
 
-    def __init__(self, K: int):
+    def __init__(self, K: int, blocks: int = 1):
         self.value = np.zeros(K, complex)
         self.error = np.zeros(K, complex)
+        self.dvalue = np.zeros((blocks - 1, K), complex)
+        self.derror = np.zeros((blocks - 1, K), complex)
         self.ok = np.zeros(K, bool)
         self.status: list[str] = [""] * K
         self.evaluations = 0
         self.methods: set = set()
 
-    def fill(self, idx, value, error, converged, status) -> None:
+    def fill(self, idx, value, error, converged, status, dvalue=None, derror=None) -> None:
         self.value[idx] = value
         self.error[idx] = error
+        if dvalue is not None:
+            self.dvalue[:, idx] = dvalue
+            self.derror[:, idx] = derror
         self.ok[idx] = converged
         for i, k in enumerate(idx):
             self.status[k] = status[i]
+
+    def derivatives(self, req, batched: bool) -> dict | None:
+        """``{label: Derivative}`` for the Result, None without derivatives."""
+        if req is None:
+            return None
+        pick = (lambda a: a) if batched else (lambda a: complex(a[0]))
+        return {label: Derivative(pick(self.dvalue[j]), pick(self.derror[j]))
+                for j, label in enumerate(req.labels)}
 
 
 def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     """The direct points, then the physical ones, of one plan, as a Result."""
     s = plan.settings
     K = plan.kin.shape[0]
-    pts = _Points(K)
+    pts = _Points(K, plan.blocks)
     info: dict = {}
     direct = [k for k in range(K) if plan.regions[k].kind != "physical"]
     physical = [k for k in range(K) if plan.regions[k].kind == "physical"]
@@ -157,7 +172,8 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
         kinematics={k: jsonable(v) for k, v in plan.problem.kinematics.items()},
         settings=s.to_dict(),
         region=[r.kind for r in regions] if batched else regions[0].kind,
-        table=table, info={**info, "convergence": verdict(plan.diagram).summary(),
+        table=table, derivatives=pts.derivatives(plan.derivatives, batched),
+        info={**info, "convergence": verdict(plan.diagram).summary(),
                            "seconds_this_run": seconds_this_run,
                            "point_converged": pts.ok.tolist() if batched else None,
                            "region_method": [r.method for r in regions][:1 if not batched else K]})
@@ -169,11 +185,11 @@ def _direct(plan: RunPlan, direct: list, pts: _Points, progress, t_start: float)
     stage = plan.direct
     pts.methods.add(stage.method)
     real = all(plan.regions[k].kind == "euclidean" for k in direct)
-    r = stage.integrate(stage.integrand.bind(plan.kin[direct], [0.0], real=real))
-    v = np.atleast_1d(np.asarray(r.value)).astype(complex)
-    e = np.atleast_1d(np.asarray(r.error)).astype(complex)
-    pts.fill(direct, v * plan.prefactor, scale_error(e, plan.prefactor), r.converged,
-             [r.status] * len(direct))
+    f, w = plan.bind(stage.integrand.bind(plan.kin[direct], [0.0], real=real))
+    r = stage.integrate(f)
+    v = split(r.value, plan.blocks, len(direct), w)[:, :, 0] * plan.prefactor
+    e = scale_error(split(r.error, plan.blocks, len(direct), w)[:, :, 0], plan.prefactor)
+    pts.fill(direct, v[0], e[0], r.converged, [r.status] * len(direct), v[1:], e[1:])
     pts.evaluations += r.evaluations
     if progress:
         progress({"stage": "direct", "value": pts.value[direct], "error": pts.error[direct],
@@ -195,7 +211,8 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
     kreg = plan.kin[physical]
     c_out = d_out = None
     if "contour" in how:
-        c_out = contour_points(plan.contour, kreg, plan.prefactor, s.contour_lambda)
+        c_out = contour_points(plan.contour, kreg, plan.prefactor, s.contour_lambda,
+                               plan.derivatives)
         pts.methods.add(c_out["method"])
         pts.evaluations += c_out["evaluations"]
         info.update(contour_method=c_out["method"], domain_contour="sectors",
@@ -217,7 +234,8 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
             info.update(method=stage.method, domain=stage.domain, delta0=d_out["delta0"],
                         extrapolation=d_out["extrapolation"])
     out = combine_physical(c_out, d_out, len(physical), s.cross_check)
-    pts.fill(physical, out["value"], out["error"], out["converged"], out["status"])
+    pts.fill(physical, out["value"], out["error"], out["converged"], out["status"],
+             out.get("derivatives"), out.get("derivative_errors"))
     info["point_method"] = out["method"]
     if "cross_check" in out:
         info["cross_check_result"] = out["cross_check"]
@@ -234,12 +252,17 @@ def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_sta
     region = [None] * K
     statuses, methods, parts = [], set(), []
     evaluations = 0
+    req = request(s.derivatives, s.derivative_order, problem.diagram.kinematic_symbols)
+    dpts = _Points(K, 1 if req is None else req.blocks)
     for _, _, idx in groups:
         kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
         r = compute(Problem(problem.diagram, kin, s, problem.reference, problem.path),
                     settings=s, progress=progress)
         value[idx] = np.atleast_1d(r.value)
         error[idx] = np.atleast_1d(r.error)
+        for j, d in enumerate((r.derivatives or {}).values()):
+            dpts.dvalue[j, idx] = np.atleast_1d(d.value)
+            dpts.derror[j, idx] = np.atleast_1d(d.error)
         ok[idx] = r.info["point_converged"] if np.ndim(r.value) else r.converged
         for i, k in enumerate(idx):
             region[k] = r.region[i] if isinstance(r.region, list) else r.region
@@ -258,4 +281,5 @@ def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_sta
                   device=device_name(), diagram=problem.diagram.name,
                   kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
                   settings=s.to_dict(), region=region,
+                  derivatives=dpts.derivatives(req, batched=True),
                   info={"groups": parts, "point_converged": ok.tolist()})

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
+from .derivatives import split
 from .engines.base import Status
 from .lower import Integrand, PolySet, kronecker_points, power_complex, power_real
 from .result import scale_error
@@ -175,7 +176,9 @@ class ContourIntegrand(Integrand):
 
         def sector(total, idx):
             x = self._sector_columns(t, idx)
-            v, H = self._deformation_terms(x, kin)
+            # the contour is held fixed under derivatives in the kinematics (the integral
+            # does not depend on it: loopint.derivatives)
+            v, H = self._deformation_terms(x, jax.lax.stop_gradient(kin))
             z = [jax.lax.complex(x[k], -lam * x[k] * v[k]) for k in range(N)]
             # dz_k/dx_j = delta_kj - i lam A_kj,  A = diag(v) + diag(x) H
             A = [[x[k] * H[max(k, j), min(k, j)] + (v[k] if j == k else 0.0) for j in range(N)]
@@ -223,17 +226,20 @@ def det_identity_minus_i(A, lam):
 
 
 # ------------------------------------------------------------------ the contour path
-def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda) -> dict:
+def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
+                   derivatives=None) -> dict:
     """Physical-region points ``kin[P, s]`` at delta = 0 on a deformed contour, one engine run
     per point (``stage``: the plan's contour :class:`~loopint.plan.Stage`, whose integrand is
     a :class:`ContourIntegrand` on the primary sectors).  ``contour_lambda``: ``"auto"``
     (:meth:`ContourIntegrand.deformation_lambda`, shrunk after a sign violation) or the
     strength.  Returns per point the value and error (prefactor applied), convergence,
-    status and strength."""
+    status and strength; with ``derivatives`` (a :class:`loopint.derivatives.Request`) also
+    theirs (``derivatives[j, p]``, ``derivative_errors``), on the same contour."""
     ig = stage.integrand
     P = kin.shape[0]
-    value = np.zeros(P, complex)
-    error = np.zeros(P, complex)
+    B = 1 if derivatives is None else derivatives.blocks
+    value = np.zeros((B, P), complex)
+    error = np.zeros((B, P), complex)
     conv = np.zeros(P, bool)
     status, lams = [], []
     evaluations = 0
@@ -241,7 +247,10 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda) -
         point = kin[i:i + 1]
         lam = ig.deformation_lambda(point) if contour_lambda == "auto" else float(contour_lambda)
         for _ in range(CONTOUR_RETRIES + 1):
-            r = stage.integrate(ig.bind_deformed(point, lam))
+            f, w = ig.bind_deformed(point, lam), None
+            if derivatives is not None:
+                f, w = derivatives.bind(f)
+            r = stage.integrate(f)
             evaluations += r.evaluations
             # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
             # deformation, unless lambda was given
@@ -251,20 +260,37 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda) -
                      lam * CONTOUR_SHRINK)
             lam *= CONTOUR_SHRINK
         lams.append(lam)
-        value[i] = complex(np.asarray(r.value).reshape(-1)[0]) * prefactor
-        error[i] = scale_error(np.asarray(r.error).reshape(-1)[:1], prefactor)[0]
+        value[:, i] = split(r.value, B, 1, w)[:, 0, 0] * prefactor
+        error[:, i] = scale_error(split(r.error, B, 1, w)[:, 0, 0], prefactor)
         conv[i] = r.converged
         status.append(r.status)
-    return {"method": stage.method, "value": value, "error": error, "converged": conv,
-            "status": status, "evaluations": evaluations, "lambda": lams}
+    out = {"method": stage.method, "value": value[0], "error": error[0], "converged": conv,
+           "status": status, "evaluations": evaluations, "lambda": lams}
+    if derivatives is not None:
+        out.update(derivatives=value[1:], derivative_errors=error[1:])
+    return out
+
+
+def _blocks(*outs) -> int:
+    """The value plus the derivatives that the stages' outputs carry."""
+    return 1 + max(len(o["derivatives"]) if o is not None and "derivatives" in o else 0
+                   for o in outs)
+
+
+def _stacked(out: dict, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point ``i`` of a stage's output: the value and its derivatives, and their errors."""
+    if "derivatives" not in out:
+        return np.atleast_1d(out["value"][i]), np.atleast_1d(out["error"][i])
+    return (np.concatenate([[out["value"][i]], out["derivatives"][:, i]]),
+            np.concatenate([[out["error"][i]], out["derivative_errors"][:, i]]))
 
 
 def combine_physical(c_out: dict | None, d_out: dict | None, P: int, cross_check: bool) -> dict:
     """Per physical point: the contour's result where it converged (or where it is the only
     method), otherwise the delta sequence's; with ``cross_check`` both, compared (more than
     :data:`CROSS_CHECK_SIGMAS` combined errors apart: ``methods disagree``)."""
-    value = np.zeros(P, complex)
-    error = np.zeros(P, complex)
+    value = np.zeros((_blocks(c_out, d_out), P), complex)
+    error = np.zeros_like(value)
     conv = np.zeros(P, bool)
     status: list = [""] * P
     method: list = [""] * P
@@ -272,27 +298,33 @@ def combine_physical(c_out: dict | None, d_out: dict | None, P: int, cross_check
     for p in range(P):
         c_ok = c_out is not None and bool(c_out["converged"][p])
         if c_out is not None and (c_ok or p not in d_at):
-            value[p], error[p] = c_out["value"][p], c_out["error"][p]
+            value[:, p], error[:, p] = _stacked(c_out, p)
             conv[p], status[p], method[p] = c_ok, c_out["status"][p], "contour"
         else:
             i = d_at[p]
-            value[p], error[p] = d_out["value"][i], d_out["error"][i]
+            value[:, p], error[:, p] = _stacked(d_out, i)
             conv[p], status[p], method[p] = bool(d_out["converged"][i]), d_out["status"][i], \
                 "delta sequence"
             if c_out is not None:
                 status[p] = (status[p] if conv[p] else status[p] + "; ") + \
                     ("" if conv[p] else f"contour: {c_out['status'][p]}")
                 status[p] = status[p].rstrip("; ")
-    out = {"value": value, "error": error, "converged": conv, "status": status,
+    out = {"value": value[0], "error": error[0], "converged": conv, "status": status,
            "method": method}
+    if value.shape[0] > 1:
+        out.update(derivatives=value[1:], derivative_errors=error[1:])
     if cross_check and c_out is not None and d_out is not None:
         checks = []
         for p in range(P):
             i = d_at[p]
+            (cv, ce), (dv, de) = _stacked(c_out, p), _stacked(d_out, i)
             diff = c_out["value"][p] - d_out["value"][i]
-            sig = np.hypot(np.hypot(c_out["error"][p].real, c_out["error"][p].imag),
-                           np.hypot(d_out["error"][i].real, d_out["error"][i].imag))
-            n = float(abs(diff) / sig) if sig > 0 else (0.0 if diff == 0 else np.inf)
+            # the value and every derivative compared; the worst counts
+            sig = np.hypot(np.hypot(ce.real, ce.imag), np.hypot(de.real, de.imag))
+            dist = np.abs(cv - dv)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ns = np.where(sig > 0, dist / sig, np.where(dist == 0, 0.0, np.inf))
+            n = float(np.max(ns))
             checks.append({"contour": c_out["value"][p], "delta_sequence": d_out["value"][i],
                            "difference": diff, "sigmas": n})
             if n > CROSS_CHECK_SIGMAS:

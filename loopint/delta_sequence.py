@@ -32,6 +32,7 @@ import numpy as np
 
 from extrapolation import extrapolate
 
+from .derivatives import split
 from .engines.base import Status
 from .errors import SpecError
 from .io import complex_array, jsonable, write_json_atomic
@@ -131,6 +132,7 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
     method = stage.method
     t_start = time.perf_counter() if t_start is None else t_start
     P = kin.shape[0]
+    PB = P * plan.blocks     # every derivative is extrapolated like the value: more "points"
     if sched.delta0 == "auto":
         delta0 = np.full(P, float(np.max(delta_scale(stage.integrand, kin))))
     else:
@@ -144,7 +146,7 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
     errs: list = []
     rows: list = []
     if resume and checkpoint and os.path.exists(checkpoint):
-        for row, v, e in load_checkpoint(checkpoint, fp, all_deltas, P):
+        for row, v, e in load_checkpoint(checkpoint, fp, all_deltas, PB):
             rows.append(row)
             vals.append(v)
             errs.append(e)
@@ -159,8 +161,8 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
     def report(ext: dict) -> None:
         if progress:
             progress({"stage": "delta", "n": len(rows), "delta": float(rows[-1]["delta"]),
-                      "value": ext["value"] * prefactor,
-                      "error": scale_error(ext["error"], prefactor),
+                      "value": ext["value"][:P] * prefactor,
+                      "error": scale_error(ext["error"][:P], prefactor),
                       "evaluations": evaluations, "seconds": time.perf_counter() - t_start})
 
     n = len(rows)
@@ -176,11 +178,11 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
         if step < DELTA_STEP:   # pad to the fixed width (same compiled kernels), drop afterwards
             ds = np.concatenate([ds, np.full(DELTA_STEP - step, ds[-1])])
         t0 = time.perf_counter()
-        r = stage.integrate(stage.integrand.bind(kin, ds, real=False),
-                            **_iterated_scale(vals, method))
+        f, w = plan.bind(stage.integrand.bind(kin, ds, real=False))
+        r = stage.integrate(f, **_iterated_scale(vals, method, w))
         dt = time.perf_counter() - t0
-        v = np.asarray(r.value).reshape(P, -1)[:, :step]
-        e = np.asarray(r.error).reshape(P, -1)[:, :step]
+        v = split(r.value, plan.blocks, P, w).reshape(PB, -1)[:, :step]
+        e = split(r.error, plan.blocks, P, w).reshape(PB, -1)[:, :step]
         evaluations += r.evaluations
         for j in range(step):
             vals.append(v[:, j])
@@ -194,29 +196,34 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
             write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
         ext = extrapolated()
         report(ext)
-    return _outcome(ext, rows, method, prefactor, evaluations, d0, seconds_resumed)
+    return _outcome(ext, rows, method, prefactor, evaluations, d0, seconds_resumed,
+                    plan.blocks)
 
 
-def _iterated_scale(vals: list, method: str) -> dict:
+def _iterated_scale(vals: list, method: str, weights: np.ndarray | None = None) -> dict:
     """After the first step the size of every component is known from the previous delta:
     the iterated engine takes it as its ``scale`` and needs no pilot run (it reruns if the
-    scale was too loose)."""
+    scale was too loose).  ``weights``: the derivatives' (:mod:`loopint.derivatives`), by
+    which the engine sees them multiplied."""
     if vals and method == "iterated":
-        last = np.abs(np.asarray(vals[-1]))                           # [P]
+        last = np.abs(np.asarray(vals[-1]))                           # [blocks * P]
+        if weights is not None:
+            last = last * weights.reshape(-1)
         if np.all(np.isfinite(last)) and np.all(last > 0):
             return {"scale": np.repeat(last, DELTA_STEP)}             # component p*R + r
     return {}
 
 
 def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations: int,
-             d0: float, seconds_resumed: float) -> dict:
-    """The sequence's result per point: converged when the extrapolation converged and every
-    term may enter it (:func:`term_usable`)."""
-    P = len(ext["value"])
+             d0: float, seconds_resumed: float, blocks: int = 1) -> dict:
+    """The sequence's result per point: converged when the extrapolation of its value and of
+    every derivative converged and every term may enter it (:func:`term_usable`)."""
+    P = len(ext["value"]) // blocks
     n = len(rows)
     bad = [r_["engine_status"] for r_ in rows if not term_usable(r_["engine_status"], method)]
     engine_ok = not bad
-    conv = ext["converged"] & engine_ok
+    each = np.asarray(ext["converged"]).reshape(blocks, P)
+    conv = np.all(each, axis=0) & engine_ok
     status = ["extrapolation not converged"] * P
     for i in range(P):
         if conv[i]:
@@ -224,9 +231,15 @@ def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations
         elif not engine_ok:
             status[i] = f"an I(delta) integral did not converge ({bad[0]})"
         else:
-            status[i] = (f"extrapolation not converged after {n} delta terms "
-                         f"({ext['status'][i]})")
-    return {"value": ext["value"] * prefactor, "error": scale_error(ext["error"], prefactor),
+            b = int(np.argmin(each[:, i]))
+            what = "" if b == 0 else f" of derivative {b}"
+            status[i] = (f"extrapolation{what} not converged after {n} delta terms "
+                         f"({ext['status'][b * P + i]})")
+    value = (np.asarray(ext["value"]) * prefactor).reshape(blocks, P)
+    error = scale_error(np.asarray(ext["error"]), prefactor).reshape(blocks, P)
+    derivatives = {} if blocks == 1 else {"derivatives": value[1:],
+                                          "derivative_errors": error[1:]}
+    return {"value": value[0], "error": error[0], **derivatives,
             "converged": conv, "status": status, "evaluations": evaluations,
             "table": rows, "deltas": [float(r_["delta"]) for r_ in rows], "delta0": d0,
             "seconds_resumed": seconds_resumed,

@@ -61,12 +61,13 @@ import sympy
 from . import engines
 from . import precision as _precision
 from .contour import CROSS_CHECK_SIGMAS, det_identity_minus_i
+from .derivatives import Derivative, request, split, supports_for
 from .diagram import EPS, Diagram
 from .errors import DiagramError
 from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
 from .region import classify_coefficients
-from .plan import engine_domain, integrand, make_engine, reduced, support_groups
+from .plan import engine_domain, integrand, make_engine, point_text, reduced, support_groups
 from .result import Result, device_name
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
 
@@ -350,7 +351,9 @@ class SeriesIntegrand:
         """The regular factor at cube points t ([n, d], faces already zero): its eps^0 part
         ``base[n, K]`` and the exponent ``L[n, K]`` with factor = base * exp(eps L)."""
         if mode == "deform":
-            z, r, jac, ok = self._deformation(t, cF, TF, lam)
+            # the contour is held fixed under derivatives in the kinematics (the integral
+            # does not depend on it: loopint.derivatives)
+            z, r, jac, ok = self._deformation(t, jax.lax.stop_gradient(cF), TF, lam)
             mU = _monomials(z, TU, self.emax)                   # [n, TU] complex
             mF = _monomials(z, TF, self.emax)
             Ut = mU @ cU.T.astype(mU.dtype)                     # [n, K]
@@ -558,33 +561,40 @@ def _choose_method(s, ndim: int) -> str:
     return engines.choose_method(ndim, "series")
 
 
-def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None) -> dict:
+def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None,
+         req=None) -> dict:
     """Integrate the bare series at the points ``kin`` (all of one region kind); ``pilot``:
-    the integrand's pilot sample if the caller has it."""
-    f = si.bind(kin, mode, lam)
+    the integrand's pilot sample if the caller has it; ``req``: the derivatives to integrate
+    with it (:mod:`loopint.derivatives`): the values and errors are ``[blocks, K, M]``
+    (``[1, K, M]`` without derivatives)."""
+    f, w = si.bind(kin, mode, lam), None
+    if req is not None:
+        f, w = req.bind(f)
+        pilot = None
     if pilot is None:
         pilot = _pilot(si, f)
     K = kin.shape[0]
-    mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(K, si.M)
-    scale = float(np.min(mean.max(axis=1)))
+    B = 1 if req is None else req.blocks
+    # per point the largest coefficient of the value and of its (weighted) derivatives
+    mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(B, K, si.M)
+    scale = float(np.min(mean.max(axis=(0, 2))))
     atol = s.atol if s.atol > 0 else max(s.rtol * ATOL_FRACTION * scale, 1e-300)
     method = _choose_method(s, si.ndim)
     engine = make_engine(method, s, si.ndim, stop_on_nonfinite=(mode == "deform"))
     r = engine.integrate(f, engine_domain(method, "decomposed", si.ndim), rtol=s.rtol, atol=atol,
                          max_evals=int(s.max_evals))
-    v = np.asarray(r.value).astype(complex).reshape(K, si.M)
-    e = np.asarray(r.error).astype(complex).reshape(K, si.M)
-    return {"value": v, "error": e, "converged": bool(r.converged), "status": r.status,
+    return {"value": split(r.value, B, K, w), "error": split(r.error, B, K, w), "converged": bool(r.converged), "status": r.status,
             "evaluations": int(r.evaluations), "method": method, "atol": atol}
 
 
 def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarray,
-                         out: dict) -> tuple[dict, dict]:
+                         out: dict, req=None) -> tuple[dict, dict]:
     """``cross_check`` at a physical point: the series again on a second contour, every
     sector's deformation half as strong.  By Cauchy's theorem both contours give the same
     coefficients; a difference of more than CROSS_CHECK_SIGMAS combined errors in any of them
-    means that one of the contours is not valid (status ``methods disagree``)."""
-    other = _run(si, kin, "deform", s, lam * CROSS_CHECK_LAMBDA_RATIO)
+    means that one of the contours is not valid (status ``methods disagree``); the
+    derivatives (``req``) are compared too."""
+    other = _run(si, kin, "deform", s, lam * CROSS_CHECK_LAMBDA_RATIO, req=req)
     diff = out["value"] - other["value"]
     sig = np.hypot(np.abs(out["error"]), np.abs(other["error"]))
     n = np.where(sig > 0, np.abs(diff) / np.where(sig > 0, sig, 1.0),
@@ -627,8 +637,9 @@ def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, er
     return val, er, first
 
 
-def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
-    """Every point of ``kin`` shares the supports of U and F (the caller grouped them)."""
+def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) -> dict:
+    """Every point of ``kin`` shares the supports of U and F (the caller grouped them).
+    Values and errors ``[blocks, K, J]``: the coefficients, then their derivatives (``req``)."""
     pre_lo, _ = prefactor_series(diagram, s.prefactor, order)
     si = series_integrand(diagram, order - pre_lo, s.precision)
     first = pre_lo + si.lo
@@ -638,9 +649,10 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
             f"eps^{first} (give eps_order >= {first})", "eps_order")
     _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
     K = kin.shape[0]
+    B = 1 if req is None else req.blocks
     regions = [classify_coefficients(si.F_exponents, c) for c in si.F_coefficients(kin)]
-    bare = np.zeros((K, si.M), complex)
-    berr = np.zeros((K, si.M), complex)
+    bare = np.zeros((B, K, si.M), complex)
+    berr = np.zeros((B, K, si.M), complex)
     ok = np.zeros(K, bool)
     status = [""] * K
     methods, lams, evaluations, checks = set(), {}, 0, {}
@@ -657,7 +669,7 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
             else:
                 lam = np.full(len(si.sectors), float(s.contour_lambda))
             for _ in range(LAMBDA_RETRIES + 1):
-                out = _run(si, kin[idx], mode, s, lam, pilot)
+                out = _run(si, kin[idx], mode, s, lam, pilot, req)
                 pilot = None
                 evaluations += out["evaluations"]
                 if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
@@ -665,17 +677,21 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int) -> dict:
                 lam *= 0.25
             lams[int(idx[0])] = [float(v) for v in lam]
             if s.cross_check:
-                out, checks[int(idx[0])] = _contour_cross_check(si, kin[idx], s, lam, out)
+                out, checks[int(idx[0])] = _contour_cross_check(si, kin[idx], s, lam, out,
+                                                                req)
                 evaluations += checks[int(idx[0])]["evaluations"]
         else:
-            out = _run(si, kin[idx], mode, s)
+            out = _run(si, kin[idx], mode, s, req=req)
             evaluations += out["evaluations"]
         methods.add(out["method"])
-        bare[idx], berr[idx] = out["value"], out["error"]
+        bare[:, idx], berr[:, idx] = out["value"], out["error"]
         ok[idx] = out["converged"]
         for k in idx:
             status[k] = out["status"]
-    val, err, first = _times_prefactor(pre_lo, pre, si.lo, bare, berr, order)
+    parts = [_times_prefactor(pre_lo, pre, si.lo, bare[b], berr[b], order) for b in range(B)]
+    val = np.stack([p[0] for p in parts])
+    err = np.stack([p[1] for p in parts])
+    first = parts[0][2]
     return {"value": val, "error": err, "first": first, "converged": ok, "status": status,
             "region": [r.kind for r in regions], "methods": methods, "evaluations": evaluations,
             "info": {"sectors": len(si.sectors), "sector_poles": si.poles,
@@ -691,21 +707,24 @@ def compute_series(problem, s, progress, t_start: float):
     probe = integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)
     K = kin.shape[0]
+    req = request(s.derivatives, s.derivative_order, probe.symbols)
+    B = 1 if req is None else req.blocks
     parts = []
     for keep_U, keep_F, idx in support_groups(probe, kin):
+        keep_U, keep_F = supports_for(probe, keep_U, keep_F, kin[idx], req, point_text)
         red = reduced(diagram, probe, keep_U, keep_F, kin[idx])
-        parts.append((idx, _series_group(red, kin[idx], s, order)))
+        parts.append((idx, _series_group(red, kin[idx], s, order, req)))
     first = min(p["first"] for _, p in parts)
     J = order - first + 1
-    val = np.zeros((K, J), complex)
-    err = np.zeros((K, J), complex)
+    val = np.zeros((B, K, J), complex)
+    err = np.zeros((B, K, J), complex)
     ok = np.zeros(K, bool)
     status, region = [""] * K, [""] * K
     methods, evaluations, info = set(), 0, []
     for idx, p in parts:
         off = p["first"] - first
-        val[idx, off:] = p["value"]
-        err[idx, off:] = p["error"]
+        val[:, idx, off:] = p["value"]
+        err[:, idx, off:] = p["error"]
         ok[idx] = p["converged"]
         for i, k in enumerate(idx):
             status[k] = p["status"][i]
@@ -721,13 +740,17 @@ def compute_series(problem, s, progress, t_start: float):
         st = "; ".join(bad) if not batched else (
             f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(bad[:3]))
     pick = (lambda a: a) if batched else (lambda a: complex(a[0]))
-    coefficients = {first + j: pick(val[:, j]) for j in range(J)}
-    errors = {first + j: pick(err[:, j]) for j in range(J)}
     main = min(0, order)
+    series = [({first + j: pick(val[b, :, j]) for j in range(J)},
+               {first + j: pick(err[b, :, j]) for j in range(J)}) for b in range(B)]
+    coefficients, errors = series[0]
+    derivatives = None if req is None else {
+        label: Derivative(c[main], e[main], c, e) for label, (c, e) in zip(req.labels, series[1:])}
     seconds = time.perf_counter() - t_start
     if progress:
-        progress({"stage": "series", "value": val[:, main - first], "error": err[:, main - first],
-                  "evaluations": evaluations, "seconds": seconds})
+        progress({"stage": "series", "value": val[0, :, main - first],
+                  "error": err[0, :, main - first], "evaluations": evaluations,
+                  "seconds": seconds})
     return Result(
         value=coefficients[main], error=errors[main], converged=converged, status=st,
         method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
@@ -739,7 +762,7 @@ def compute_series(problem, s, progress, t_start: float):
               **({"cross_check": "nothing to cross-check: no physical point (F has one sign "
                                  "on the integration domain at every point)"}
                  if s.cross_check and not any(i.get("cross_check") for i in info) else {})},
-        coefficients=coefficients, coefficient_errors=errors)
+        coefficients=coefficients, coefficient_errors=errors, derivatives=derivatives)
 
 
 def _reduced_at(diagram: Diagram, kinematics) -> tuple[Diagram, np.ndarray | None]:

@@ -30,6 +30,7 @@ import numpy as np
 import sympy
 
 from . import engines
+from .derivatives import Request, request, supports_for
 from .diagram import Diagram, is_scaleless
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import Box, Engine, IntegrationResult, Simplex
@@ -376,8 +377,10 @@ class RunPlan:
 
     problem / settings: as given to compute; diagram: reduced at the points (:func:`at_point`);
     kin: the points ``[K, s]``; regions: their kinds; prefactor: its value for
-    ``settings.prefactor``; ndim: integration variables.  The stages ``direct``, ``delta``
-    and ``contour`` and ``physical`` (:func:`physical_methods`) are built on first use.
+    ``settings.prefactor``; ndim: integration variables; derivatives: the derivatives asked
+    for (:mod:`loopint.derivatives`), integrated with the value by every stage.  The stages
+    ``direct``, ``delta`` and ``contour`` and ``physical`` (:func:`physical_methods`) are
+    built on first use.
     """
 
     problem: Problem
@@ -387,16 +390,32 @@ class RunPlan:
     regions: list
     prefactor: complex
     ndim: int
+    derivatives: Request | None = None
 
     @classmethod
     def at(cls, problem: Problem, settings: Settings, probe: Integrand, keep_U: np.ndarray,
            keep_F: np.ndarray, kin: np.ndarray) -> "RunPlan":
         """The plan for the points ``kin`` of ``problem`` (``probe``: its diagram lowered on
         the simplex; ``keep_U``, ``keep_F``: the points' supports, :func:`support_groups`)."""
+        req = request(settings.derivatives, settings.derivative_order, probe.symbols)
+        keep_U, keep_F = supports_for(probe, keep_U, keep_F, kin, req, point_text)
         diagram = at_point(problem.diagram, probe, keep_U, keep_F, kin)
         probe = integrand(diagram, "simplex", "none", "float64")
         return cls(problem, settings, diagram, kin, point_regions(probe, kin, settings),
-                   complex(sympy.N(diagram.prefactor(settings.prefactor), 20)), probe.ndim)
+                   complex(sympy.N(diagram.prefactor(settings.prefactor), 20)), probe.ndim,
+                   req)
+
+    @property
+    def blocks(self) -> int:
+        """Quantities per kinematic point: the value and its derivatives
+        (:mod:`loopint.derivatives`)."""
+        return 1 if self.derivatives is None else self.derivatives.blocks
+
+    def bind(self, f):
+        """The bound integrand ``f`` with the requested derivatives appended, and their
+        weights (:meth:`loopint.derivatives.Request.bind`); ``(f, None)`` when none are asked
+        for."""
+        return (f, None) if self.derivatives is None else self.derivatives.bind(f)
 
     @property
     def bare_atol(self) -> float:

@@ -58,6 +58,9 @@ class Settings:
     Dimensional regularization (``dimension = "4 - 2*eps"``, :mod:`loopint.dimreg`):
         eps_order: the highest order k of the Laurent coefficients c_j, j <= k, to compute
         (None: 0, the finite part).
+    Derivatives (:mod:`loopint.derivatives`): derivatives: kinematic symbols to differentiate
+        the result by (integrated with the value, each to the same rtol/atol); derivative_order:
+        1, or 2 for the second derivatives of every pair as well.
     """
 
     method: str = "auto"
@@ -77,6 +80,8 @@ class Settings:
     contour_lambda: Any = "auto"
     cross_check: bool = False
     eps_order: Any = None
+    derivatives: tuple = ()
+    derivative_order: int = 1
 
     def updated(self, **kw) -> "Settings":
         """A copy with some fields replaced (validated)."""
@@ -185,7 +190,26 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
                 float(v) != int(v) or not -12 <= int(v) <= 6:
             raise _err(path, "eps_order", f"must be an integer from -12 to 6, got {v!r}")
         s["eps_order"] = int(v)
+    s["derivatives"] = _derivative_names(s["derivatives"], path)
+    v = s["derivative_order"]
+    if isinstance(v, bool) or v not in (1, 2):
+        raise _err(path, "derivative_order", f"must be 1 or 2, got {v!r}")
+    s["derivative_order"] = int(v)
     return Settings(**s)
+
+
+def _derivative_names(v, path) -> tuple:
+    """The ``derivatives`` setting as a tuple of distinct symbol names."""
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, (list, tuple)):
+        raise _err(path, "derivatives", f"must be a list of kinematic symbols, got {v!r}")
+    for n in v:
+        if not isinstance(n, str) or not is_identifier(n):
+            raise _err(path, "derivatives", f"must be a list of kinematic symbols, got {n!r}")
+    if len(set(v)) != len(v):
+        raise _err(path, "derivatives", f"a symbol is given twice: {list(v)}")
+    return tuple(v)
 
 
 def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None = None,
@@ -409,6 +433,11 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
         if table == "regulator":
             key = inverse.get(key, key)
         raise _err(path, f"{table}.{key}", str(e).split(": ", 1)[1]) from None
+    unknown = [n for n in settings.derivatives if n not in diagram.kinematic_symbols]
+    if unknown:
+        raise _err(path, "integration.derivatives",
+                   f"{unknown[0]!r} is not a kinematic symbol of the diagram (U and F depend "
+                   f"on: {', '.join(diagram.kinematic_symbols) or 'none'})")
     ref = None
     if "reference" in doc:
         r = doc["reference"]

@@ -38,6 +38,11 @@ class Result:
         pole to ``eps_order`` (arrays over kinematic points when batched) and their errors
         (real and imaginary parts, as ``error``); ``value`` / ``error`` are then c_0 (or the
         coefficient of eps^eps_order when that is negative).  None otherwise.
+    derivatives: with ``derivatives`` asked for (:mod:`loopint.derivatives`), a dict from
+        the symbol (``"s"``; ``"s,mt"`` for a second derivative) to a
+        :class:`~loopint.derivatives.Derivative` with ``.value`` and ``.error`` like the
+        result's (and the coefficients' derivatives for a regulated integral); None otherwise.
+        ``converged`` covers them: every derivative met the tolerance too.
     """
 
     value: Any
@@ -59,6 +64,7 @@ class Result:
     version: str = __version__
     coefficients: Any = None
     coefficient_errors: Any = None
+    derivatives: Any = None
 
     @property
     def error_kind(self) -> str:
@@ -83,6 +89,8 @@ class Result:
         if self.coefficients is not None:
             d["coefficients"] = {str(j): v for j, v in self.coefficients.items()}
             d["coefficient_errors"] = {str(j): v for j, v in self.coefficient_errors.items()}
+        if self.derivatives is not None:
+            d["derivatives"] = {k: v.to_dict() for k, v in self.derivatives.items()}
         return jsonable(d)
 
 

@@ -1,0 +1,209 @@
+"""Derivatives with respect to the kinematics (loopint.derivatives) against closed forms.
+
+References, differentiated in mpmath at 40 digits (``mpmath.diff`` of the closed form):
+C0(0,0,s;m,m,m) below and above threshold (every path of the physical region: Euclidean
+delta = 0, the deformed contour, the delta sequence), the massless off-shell box (Usyukina and
+Davydychev's Phi^(1), Phys. Lett. B 298 (1993) 363), and the Laurent coefficients of the
+massive bubble in D = 4 - 2 eps (tests/dimreg_points.py, by a sixth-order central difference
+of its 20-digit values).  Each derivative must be converged, within its tolerance of the
+reference and within 3 times its own error estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import mpmath
+import numpy as np
+import pytest
+
+import loopint
+from loopint.compute import compute
+from loopint.errors import SpecError
+from loopint.problem import problem_from_dict
+
+TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
+                external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
+                scalar_products={"p1*p1": "0", "p2*p2": "0", "p1*p2": "s/2"})
+
+BOX = dict(internal_lines=[["0", [4, 1]], ["0", [1, 2]], ["0", [2, 3]], ["0", [3, 4]]],
+           external_lines=[["p1", 1], ["p2", 2], ["p3", 3], ["p4", 4]],
+           scalar_products={"p1*p1": "p1sq", "p2*p2": "p2sq", "p3*p3": "p3sq",
+                            "p1*p2": "(s - p1sq - p2sq)/2", "p2*p3": "(t - p2sq - p3sq)/2",
+                            "p1*p3": "(p4sq - s - t + p2sq)/2"})
+BOX_POINT = {"p1sq": -1.0, "p2sq": -2.0, "p3sq": -3.0, "p4sq": -4.0, "s": -5.0, "t": -6.0}
+
+
+def c0(s, m):
+    """C0(0,0,s;m,m,m), pySecDec's normalization, in mpmath (s != 0)."""
+    if s < 4 * m * m:
+        return -(2 / s) * mpmath.asin(mpmath.sqrt(s / (4 * m * m))) ** 2
+    b = mpmath.sqrt(1 - 4 * m * m / s)
+    return (mpmath.log((1 + b) / (1 - b)) - 1j * mpmath.pi) ** 2 / (2 * s)
+
+
+def box(p1sq, p2sq, p3sq, p4sq, s, t):
+    """The massless box with off-shell legs in the Euclidean region: Phi^(1)(X, Y)/(S T)."""
+    P1, P2, P3, P4, S, T = -p1sq, -p2sq, -p3sq, -p4sq, -s, -t
+    x, y = P1 * P3 / (S * T), P2 * P4 / (S * T)
+    lam = mpmath.sqrt((1 - x - y) ** 2 - 4 * x * y)
+    rho = 2 / (1 - x - y + lam)
+    phi = (2 * (mpmath.polylog(2, -rho * x) + mpmath.polylog(2, -rho * y))
+           + mpmath.log(y / x) * mpmath.log((1 + rho * y) / (1 + rho * x))
+           + mpmath.log(rho * x) * mpmath.log(rho * y) + mpmath.pi ** 2 / 3) / lam
+    return phi / (S * T)
+
+
+def diff(f, point: dict, names: tuple) -> complex:
+    """The partial derivative of ``f(**point)`` by ``names`` (one or two) at 40 digits."""
+    with mpmath.workdps(40):
+        args = {k: mpmath.mpf(v) for k, v in point.items()}
+        order = {n: names.count(n) for n in names}
+        keys = list(order)
+
+        def g(*xs):
+            return f(**{**args, **dict(zip(keys, xs))})
+        return complex(mpmath.diff(g, [args[k] for k in keys], [order[k] for k in keys]))
+
+
+def check(d, exact: complex, rtol: float) -> None:
+    """A derivative within rtol of the reference and within 3 times its error estimate."""
+    err = abs(complex(d.value) - exact)
+    assert err <= rtol * abs(exact), (d.value, exact)
+    assert err <= 3 * abs(complex(d.error)) + 1e-14 * abs(exact), (d.value, d.error, exact)
+
+
+@pytest.fixture(scope="module")
+def triangle():
+    return loopint.Diagram.from_graph(**TRIANGLE)
+
+
+@pytest.mark.parametrize("s, contour, rtol", [
+    (-3.0, "auto", 1e-8),        # Euclidean: delta = 0, the iterated engine
+    (2.0, "auto", 1e-8),         # below threshold
+    (10.0, "auto", 1e-7),        # above: the deformed contour
+    (10.0, "none", 1e-6),        # above: the delta sequence, every derivative extrapolated
+])
+def test_c0_first_derivatives_on_every_path(triangle, s, contour, rtol):
+    r = compute(triangle, {"s": s, "m": 1.0}, rtol=rtol, contour=contour,
+                derivatives=["s", "m"])
+    assert r.converged, r.status
+    assert list(r.derivatives) == ["s", "m"]
+    point = {"s": s, "m": 1.0}
+    for name in ("s", "m"):
+        check(r.derivatives[name], diff(c0, point, (name,)), rtol)
+    if contour == "none":
+        assert r.info["regulated"]["point_method"] == ["delta sequence"]
+
+
+def test_second_derivatives_below_and_above_threshold(triangle):
+    for s, rtol in ((2.0, 1e-7), (10.0, 1e-6)):
+        r = compute(triangle, {"s": s, "m": 1.0}, rtol=rtol, derivatives=["s", "m"],
+                    derivative_order=2)
+        assert r.converged, r.status
+        assert list(r.derivatives) == ["s", "m", "s,s", "s,m", "m,m"]
+        point = {"s": s, "m": 1.0}
+        for label, d in r.derivatives.items():
+            check(d, diff(c0, point, tuple(label.split(","))), rtol)
+
+
+def test_units_scale_the_derivatives_and_not_the_work(triangle):
+    """C0 has mass dimension -2: in units where every mass is LAMBDA times larger,
+    dC0/ds scales as LAMBDA^-4 and dC0/dm as LAMBDA^-3, and the run is the same."""
+    lam = 150.0
+    one = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-7, derivatives=["s", "m"])
+    gev = compute(triangle, {"s": 10.0 * lam ** 2, "m": lam}, rtol=1e-7,
+                  derivatives=["s", "m"])
+    assert one.converged and gev.converged
+    for name, power in (("s", -4), ("m", -3)):
+        a, b = one.derivatives[name].value, gev.derivatives[name].value * lam ** -power
+        assert abs(a - b) <= 1e-7 * abs(a)
+    assert abs(gev.evaluations - one.evaluations) <= 0.1 * one.evaluations
+
+
+def test_box_derivatives_against_usyukina_davydychev():
+    d = loopint.Diagram.from_graph(**BOX)
+    r = compute(d, BOX_POINT, rtol=1e-7, derivatives=["s", "p1sq"])
+    assert r.converged, r.status
+    for name in ("s", "p1sq"):
+        check(r.derivatives[name], diff(box, BOX_POINT, (name,)), 1e-7)
+
+
+def test_batched_derivatives_equal_single_points(triangle):
+    s = np.array([-2.0, 0.0, 2.0])
+    r = compute(triangle, {"s": s, "m": 1.0}, rtol=1e-8, derivatives=["s"])
+    assert r.converged and r.derivatives["s"].value.shape == (3,)
+    for i, si in enumerate(s):
+        exact = -1 / 24 if si == 0 else diff(c0, {"s": si, "m": 1.0}, ("s",))
+        assert abs(r.derivatives["s"].value[i] - exact) <= 1e-8 * abs(exact)
+
+
+def sixth_order_difference(f, x: float, h: float) -> complex:
+    return (45 * (f(x + h) - f(x - h)) - 9 * (f(x + 2 * h) - f(x - 2 * h))
+            + (f(x + 3 * h) - f(x - 3 * h))) / (60 * h)
+
+
+@pytest.mark.parametrize("s", [-3.0, 5.0])
+def test_derivatives_of_laurent_coefficients(s):
+    from dimreg_points import bubble
+    d = loopint.Diagram.from_graph(internal_lines=[["m", [1, 2]], ["m", [2, 1]]],
+                                   external_lines=[["p1", 1], ["p2", 2]],
+                                   scalar_products={"p1*p1": "s"}, dimension="4 - 2*eps")
+    r = compute(d, {"s": s, "m": 1.0}, eps_order=1, rtol=1e-8, derivatives=["s"])
+    assert r.converged, r.status
+    ds = r.derivatives["s"]
+    assert set(ds.coefficients) == {-1, 0, 1}
+    assert abs(ds.coefficients[-1]) <= 1e-10          # the UV pole does not depend on s
+    for j in (0, 1):
+        exact = sixth_order_difference(lambda x: complex(bubble(x, 1.0, 1.0)[j]), s, 1e-3)
+        err = abs(ds.coefficients[j] - exact)
+        assert err <= 1e-8 * abs(exact)
+        assert err <= 3 * abs(ds.coefficient_errors[j]) + 1e-11
+    assert ds.value == ds.coefficients[0]
+
+
+def test_a_redundant_vanishing_coefficient_is_kept_and_a_vertex_one_is_refused():
+    # C0 at s = 2 m^2: F's coefficient of x1 x3, 2 m^2 - s, vanishes but lies inside the
+    # Newton polytope of the mass terms, so the derivative by s is computed (test above);
+    # the massless box in D = 6 at p1^2 = 0: the monomial of p1sq is a vertex
+    d = loopint.Diagram.from_graph(**BOX, dimension=6)
+    point = dict(BOX_POINT, p1sq=0.0)
+    with pytest.raises(SpecError, match=r"derivatives: 'p1sq' cannot be taken.*vanishes"):
+        compute(d, point, rtol=1e-4, derivatives=["p1sq"])
+    r = compute(d, point, rtol=1e-6, derivatives=["s"])      # s is unaffected there
+    assert r.converged
+    h = 1e-3
+    up, down = (compute(d, dict(point, s=-5.0 + x), rtol=1e-11).value for x in (h, -h))
+    assert abs(r.derivatives["s"].value - (up - down) / (2 * h)) <= 1e-5 * abs(
+        r.derivatives["s"].value)
+
+
+def test_bad_derivative_requests_are_clear_errors(triangle, tmp_path):
+    with pytest.raises(SpecError, match=r"derivatives: 'q' is not a kinematic symbol"):
+        compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["q"])
+    with pytest.raises(SpecError, match="derivative_order: must be 1 or 2"):
+        compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["s"], derivative_order=3)
+    with pytest.raises(SpecError, match="derivatives: a symbol is given twice"):
+        compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["s", "s"])
+    doc = {"diagram": TRIANGLE, "kinematics": {"s": 1.0, "m": 1.0},
+           "integration": {"derivatives": ["s", "x"]}}
+    with pytest.raises(SpecError, match=r"f.toml: integration.derivatives: 'x' is not"):
+        problem_from_dict(doc, "f.toml")
+
+
+def test_cli_derivatives_json_and_errors(tmp_path):
+    out = tmp_path / "r.json"
+    run = [sys.executable, "-m", "loopint.cli", "compute",
+           "diagrams/triangle_below_threshold.toml", "--quiet"]
+    p = subprocess.run(run + ["--derivative", "s", "--json", str(out)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    assert "d/ds" in p.stdout
+    d = json.loads(out.read_text())["derivatives"]["s"]
+    exact = diff(c0, {"s": 1.0, "m": 1.0}, ("s",))
+    assert abs(complex(*d["value"]) - exact) <= 1e-6 * abs(exact)
+    p = subprocess.run(run + ["--derivative", "q"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "triangle_below_threshold.toml: derivatives: 'q' is not a kinematic symbol" in p.stderr
