@@ -1,6 +1,6 @@
 """Derivatives with respect to the kinematics (loopint.derivatives) against closed forms.
 
-References, differentiated in mpmath at 40 digits (``mpmath.diff`` of the closed form):
+References, differentiated in mpmath at 40 digits (tests/derivative_points.py):
 C0(0,0,s;m,m,m) below and above threshold (every path of the physical region: Euclidean
 delta = 0, the deformed contour, the delta sequence), the massless off-shell box (Usyukina and
 Davydychev's Phi^(1), Phys. Lett. B 298 (1993) 363), and the Laurent coefficients of the
@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 
-import mpmath
 import numpy as np
 import pytest
 
@@ -23,6 +22,8 @@ import loopint
 from loopint.compute import compute
 from loopint.errors import SpecError
 from loopint.problem import problem_from_dict
+
+from derivative_points import box, c0, diff
 
 TRIANGLE = dict(internal_lines=[["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]],
                 external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
@@ -34,38 +35,6 @@ BOX = dict(internal_lines=[["0", [4, 1]], ["0", [1, 2]], ["0", [2, 3]], ["0", [3
                             "p1*p2": "(s - p1sq - p2sq)/2", "p2*p3": "(t - p2sq - p3sq)/2",
                             "p1*p3": "(p4sq - s - t + p2sq)/2"})
 BOX_POINT = {"p1sq": -1.0, "p2sq": -2.0, "p3sq": -3.0, "p4sq": -4.0, "s": -5.0, "t": -6.0}
-
-
-def c0(s, m):
-    """C0(0,0,s;m,m,m), pySecDec's normalization, in mpmath (s != 0)."""
-    if s < 4 * m * m:
-        return -(2 / s) * mpmath.asin(mpmath.sqrt(s / (4 * m * m))) ** 2
-    b = mpmath.sqrt(1 - 4 * m * m / s)
-    return (mpmath.log((1 + b) / (1 - b)) - 1j * mpmath.pi) ** 2 / (2 * s)
-
-
-def box(p1sq, p2sq, p3sq, p4sq, s, t):
-    """The massless box with off-shell legs in the Euclidean region: Phi^(1)(X, Y)/(S T)."""
-    P1, P2, P3, P4, S, T = -p1sq, -p2sq, -p3sq, -p4sq, -s, -t
-    x, y = P1 * P3 / (S * T), P2 * P4 / (S * T)
-    lam = mpmath.sqrt((1 - x - y) ** 2 - 4 * x * y)
-    rho = 2 / (1 - x - y + lam)
-    phi = (2 * (mpmath.polylog(2, -rho * x) + mpmath.polylog(2, -rho * y))
-           + mpmath.log(y / x) * mpmath.log((1 + rho * y) / (1 + rho * x))
-           + mpmath.log(rho * x) * mpmath.log(rho * y) + mpmath.pi ** 2 / 3) / lam
-    return phi / (S * T)
-
-
-def diff(f, point: dict, names: tuple) -> complex:
-    """The partial derivative of ``f(**point)`` by ``names`` (one or two) at 40 digits."""
-    with mpmath.workdps(40):
-        args = {k: mpmath.mpf(v) for k, v in point.items()}
-        order = {n: names.count(n) for n in names}
-        keys = list(order)
-
-        def g(*xs):
-            return f(**{**args, **dict(zip(keys, xs))})
-        return complex(mpmath.diff(g, [args[k] for k in keys], [order[k] for k in keys]))
 
 
 def check(d, exact: complex, rtol: float) -> None:
@@ -96,6 +65,22 @@ def test_c0_first_derivatives_on_every_path(triangle, s, contour, rtol):
         check(r.derivatives[name], diff(c0, point, (name,)), rtol)
     if contour == "none":
         assert r.info["regulated"]["point_method"] == ["delta sequence"]
+
+
+def test_a_cross_check_compares_the_derivatives_too(triangle):
+    r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, derivatives=["s"],
+                cross_check=True)
+    assert r.converged, r.status
+    check(r.derivatives["s"], diff(c0, {"s": 10.0, "m": 1.0}, ("s",)), 1e-6)
+    from loopint.contour import combine_physical
+    one = np.array([True])
+    c = {"value": np.array([1.0 + 1.0j]), "error": np.array([1e-8 + 1e-8j]), "converged": one,
+         "status": ["converged"], "derivatives": np.array([[2.0 + 0j]]),
+         "derivative_errors": np.array([[1e-8 + 1e-8j]])}
+    d = dict(c, points=np.array([0]), derivatives=np.array([[2.001 + 0j]]))
+    out = combine_physical(c, d, 1, cross_check=True)     # values agree, derivatives do not
+    assert not out["converged"][0] and out["status"][0].startswith("methods disagree")
+    assert out["derivatives"].shape == (1, 1)
 
 
 def test_second_derivatives_below_and_above_threshold(triangle):

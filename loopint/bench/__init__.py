@@ -3,8 +3,9 @@
 Suites: ``seeds`` (the seeds' own problems: pentagon, ladder vertex, Table 5.1, stochastic
 geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside),
 ``files`` (every bundled diagram file with the defaults, cold process and warm) and
-``physical`` (physical points against independent references, each in two unit systems) and
-``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec).
+``physical`` (physical points against independent references, each in two unit systems),
+``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec) and
+``derivatives`` (derivatives by the kinematics against the value alone).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -31,8 +32,9 @@ SUITES = {
 SUITES["files"] = [("loopint.bench.files_cases", "all")]
 SUITES["physical"] = [("loopint.bench.physical_cases", "all")]
 SUITES["dimreg"] = [("loopint.bench.dimreg_cases", "all")]
+SUITES["derivatives"] = [("loopint.bench.derivative_cases", "all")]
 SUITES["all"] = (SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
-                 + SUITES["dimreg"])
+                 + SUITES["dimreg"] + SUITES["derivatives"])
 
 COLUMNS = ("case", "method", "value", "error", "true_error", "evaluations", "seconds",
            "compile_seconds", "evals_per_s", "device")
