@@ -7,6 +7,7 @@
     r.value, r.error, r.converged, r.table
     p = loopint.load("diagrams/triangle_above_threshold.toml"); loopint.compute(p)
     loopint.integrate(f, ndim=6, method="qmc", rtol=1e-8)   # generic engine
+    loopint.amplitude([("s*t/2", "box.toml"), ("-t", "triangle.toml")], {"s": -5, ...})
 
 Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).
 """
@@ -15,6 +16,7 @@ from . import precision as _precision  # noqa: F401  (sets jax_enable_x64 once)
 
 __version__ = "0.1.0"
 
+from .amplitude import amplitude  # noqa: E402
 from .compute import compute  # noqa: E402
 from .diagram import Diagram  # noqa: E402
 from .engines.base import IntegrationResult  # noqa: E402

@@ -432,8 +432,12 @@ def _compute(a, p, **kw):
 
 
 def cmd_compute(a) -> int:
+    from .amplitude import compute_file
     from .io import write_json_atomic
     from .problem import load
+    rc = compute_file(a, _overrides(a))   # an [amplitude] file: the weighted sum of its terms
+    if rc is not None:
+        return rc
     p = load(a.file)
     if a.resume and not a.json:
         raise _UsageError("--resume needs --json OUT (the checkpoint is OUT.partial)")
