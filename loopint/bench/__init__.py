@@ -4,8 +4,9 @@ Suites: ``seeds`` (the seeds' own problems: pentagon, ladder vertex, Table 5.1, 
 geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongside),
 ``files`` (every bundled diagram file with the defaults, cold process and warm) and
 ``physical`` (physical points against independent references, each in two unit systems),
-``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec) and
-``derivatives`` (derivatives by the kinematics against the value alone).
+``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec),
+``derivatives`` (derivatives by the kinematics against the value alone) and ``amplitude`` (a
+weighted sum of integrals with a shared error budget against each integral at the tolerance).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -33,8 +34,9 @@ SUITES["files"] = [("loopint.bench.files_cases", "all")]
 SUITES["physical"] = [("loopint.bench.physical_cases", "all")]
 SUITES["dimreg"] = [("loopint.bench.dimreg_cases", "all")]
 SUITES["derivatives"] = [("loopint.bench.derivative_cases", "all")]
+SUITES["amplitude"] = [("loopint.bench.amplitude_case", "all")]
 SUITES["all"] = (SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
-                 + SUITES["dimreg"] + SUITES["derivatives"])
+                 + SUITES["dimreg"] + SUITES["derivatives"] + SUITES["amplitude"])
 
 COLUMNS = ("case", "method", "value", "error", "true_error", "evaluations", "seconds",
            "compile_seconds", "evals_per_s", "device")

@@ -2,6 +2,7 @@
 integrals each computed to the sum's relative tolerance.
 
     python -m loopint.bench.amplitude_case [--rtol R] [--method M] [--file F]
+    loopint bench --suite amplitude
 
 The comparison is the one a user without :mod:`loopint.amplitude` would make: every integral
 at ``rtol`` (relative to itself), whose errors then add up to at most rtol * sum |c_i I_i|
@@ -43,7 +44,7 @@ def each_at_rtol(amp, rtol: float, **overrides) -> dict:
             "seconds": time.perf_counter() - t0}
 
 
-def run(path: str = FILE, rtol: float | None = None, method: str | None = None) -> dict:
+def row(path: str = FILE, rtol: float | None = None, method: str | None = None) -> dict:
     """The benchmark row of the amplitude file ``path`` (its own rtol unless given)."""
     amp = load_amplitude(path)
     rtol = rtol or amp.rtol
@@ -62,6 +63,13 @@ def run(path: str = FILE, rtol: float | None = None, method: str | None = None) 
             "difference": abs(complex(r.value) - ref["value"]), "device": device_name()}
 
 
+def run(quick: bool = False) -> list[dict]:
+    """The rows of ``loopint bench --suite amplitude``: the bundled amplitude at rtol 1e-6 and
+    1e-8 (``quick``: 1e-6), each integral's default engine and QMC."""
+    return [row(FILE, rtol, method) for rtol in ((1e-6,) if quick else (1e-6, 1e-8))
+            for method in (None, "qmc")]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m loopint.bench.amplitude_case",
                                 description=__doc__.split("\n\n")[0])
@@ -71,13 +79,13 @@ def main(argv=None) -> int:
     p.add_argument("--method", help="engine for every integral (default: each file's)")
     p.add_argument("--json", metavar="OUT", help="write the rows as JSON")
     a = p.parse_args(argv)
-    rows = [run(a.file, r, a.method) for r in (a.rtol or [None])]
+    rows = [row(a.file, r, a.method) for r in (a.rtol or [None])]
     cols = ("rtol", "method", "converged", "evaluations", "each_at_rtol_evaluations", "ratio",
             "seconds", "each_at_rtol_seconds", "error", "tolerance", "difference")
     print(" | ".join(cols))
-    for row in rows:
-        print(" | ".join(f"{abs(row[c]):.3g}" if isinstance(row[c], complex) else
-                         f"{row[c]:.4g}" if isinstance(row[c], float) else str(row[c])
+    for r in rows:
+        print(" | ".join(f"{abs(r[c]):.3g}" if isinstance(r[c], complex) else
+                         f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])
                          for c in cols))
     if a.json:
         from ..io import write_json_atomic
