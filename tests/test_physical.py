@@ -121,6 +121,24 @@ def test_slow_physical(point_id):
     _check_point(point_id)
 
 
+@pytest.mark.parametrize("point_id", ["B0D2_m1_2_s12", "C0eq_s30", "C0eq_s4.01"])
+def test_the_delta_sequence_does_not_depend_on_units(point_id):
+    """The delta sequence (contour 'none') in m = 1 units and in GeV: delta_0 scales with F/U,
+    so both take the same path, the same evaluations and reach the same relative error, and
+    a point that does not converge (just above threshold) fails alike in both."""
+    p = pp.POINTS_BY_ID[point_id]
+    d = diagram(p["diagram"], p["dimension"])
+    a = loopint.compute(d, p["kinematics"], rtol=1e-6, contour="none")
+    b = loopint.compute(d, pp.scaled_kinematics(p["kinematics"]), rtol=1e-6, contour="none")
+    sc = scale(p, "GeV")
+    assert a.converged == b.converged and a.method == b.method
+    assert len(a.table) == len(b.table)
+    assert abs(a.evaluations - b.evaluations) <= 0.1 * a.evaluations
+    rel_a, rel_b = abs(a.error) / abs(a.value), abs(b.error) / abs(b.value)
+    assert abs(rel_a / rel_b - 1) <= 0.1
+    assert abs(a.value - b.value / sc) <= 1e-3 * rel_a * abs(a.value) + 1e-12 * abs(a.value)
+
+
 # ------------------------------------------------------------------ the references themselves
 def test_the_set():
     """At least 15 points, every class of the issue, and pySecDec's file made for them (the
