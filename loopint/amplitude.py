@@ -552,8 +552,9 @@ class _Terms:
         own = term.problem.settings.max_evals
         max_evals = max(1, min(own, self.amp.max_evals - self.spent))
         t0 = time.perf_counter()
+        # a term file's own derivatives are not part of the sum: not computed
         r = compute(term.problem, settings=term.problem.settings, rtol=rtol, atol=atol,
-                    max_evals=max_evals, **self.amp.overrides)
+                    max_evals=max_evals, derivatives=(), **self.amp.overrides)
         self.seconds[i] += time.perf_counter() - t0
         K = self.v.shape[1]
         self.v[i] = np.broadcast_to(np.asarray(r.value, complex), (K,))

@@ -507,7 +507,7 @@ def cmd_scan(a) -> int:
                    err_im=abs(errs[i].imag))
         for label, d in (r.derivatives or {}).items():
             v, e = np.atleast_1d(d.value)[i], np.atleast_1d(d.error)[i]
-            key = "d_" + label.replace(",", "_")
+            key = f"d({label})"
             row.update({f"{key}_re": v.real, f"{key}_im": v.imag, f"{key}_err_re": abs(e.real),
                         f"{key}_err_im": abs(e.imag)})
         row["converged"] = bool(ok[i])

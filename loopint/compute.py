@@ -116,12 +116,18 @@ class _Points:
     def fill(self, idx, value, error, converged, status, dvalue=None, derror=None) -> None:
         self.value[idx] = value
         self.error[idx] = error
-        if dvalue is not None:
+        if dvalue is not None and len(dvalue):
             self.dvalue[:, idx] = dvalue
             self.derror[:, idx] = derror
         self.ok[idx] = converged
         for i, k in enumerate(idx):
             self.status[k] = status[i]
+
+    def refuse(self, why: str) -> None:
+        """The derivatives of every point cannot be taken (``why``): NaN, not converged."""
+        self.dvalue[:] = self.derror[:] = np.nan
+        self.ok[:] = False
+        self.status = [why] * len(self.status)
 
     def derivatives(self, req, batched: bool) -> dict | None:
         """``{label: Derivative}`` for the Result, None without derivatives."""
@@ -136,7 +142,8 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     """The direct points, then the physical ones, of one plan, as a Result."""
     s = plan.settings
     K = plan.kin.shape[0]
-    pts = _Points(K, plan.blocks)
+    req = plan.derivatives if plan.refused is None else plan.refused[0]
+    pts = _Points(K, 1 if req is None else req.blocks)
     info: dict = {}
     direct = [k for k in range(K) if plan.regions[k].kind != "physical"]
     physical = [k for k in range(K) if plan.regions[k].kind == "physical"]
@@ -153,6 +160,8 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
         info["cross_check"] = ("nothing to cross-check: no physical point (F has one sign on "
                                "the simplex, delta = 0 is exact)")
     batched = any(np.ndim(v) for v in plan.problem.kinematics.values())
+    if plan.refused is not None:
+        pts.refuse(plan.refused[1])
     converged = bool(np.all(pts.ok))
     if converged:
         status = "converged"
@@ -172,7 +181,7 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
         kinematics={k: jsonable(v) for k, v in plan.problem.kinematics.items()},
         settings=s.to_dict(),
         region=[r.kind for r in regions] if batched else regions[0].kind,
-        table=table, derivatives=pts.derivatives(plan.derivatives, batched),
+        table=table, derivatives=pts.derivatives(req, batched),
         info={**info, "convergence": verdict(plan.diagram).summary(),
                            "seconds_this_run": seconds_this_run,
                            "point_converged": pts.ok.tolist() if batched else None,

@@ -197,7 +197,7 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
         ext = extrapolated()
         report(ext)
     return _outcome(ext, rows, method, prefactor, evaluations, d0, seconds_resumed,
-                    plan.blocks)
+                    plan.derivatives)
 
 
 def _iterated_scale(vals: list, method: str, weights: np.ndarray | None = None) -> dict:
@@ -210,14 +210,16 @@ def _iterated_scale(vals: list, method: str, weights: np.ndarray | None = None) 
         if weights is not None:
             last = last * weights.reshape(-1)
         if np.all(np.isfinite(last)) and np.all(last > 0):
-            return {"scale": np.repeat(last, DELTA_STEP)}             # component p*R + r
+            return {"scale": np.repeat(last, DELTA_STEP)}     # component (b*P + p)*R + r
     return {}
 
 
 def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations: int,
-             d0: float, seconds_resumed: float, blocks: int = 1) -> dict:
+             d0: float, seconds_resumed: float, derivatives=None) -> dict:
     """The sequence's result per point: converged when the extrapolation of its value and of
-    every derivative converged and every term may enter it (:func:`term_usable`)."""
+    every derivative (a :class:`loopint.derivatives.Request`) converged and every term may
+    enter it (:func:`term_usable`)."""
+    blocks = 1 if derivatives is None else derivatives.blocks
     P = len(ext["value"]) // blocks
     n = len(rows)
     bad = [r_["engine_status"] for r_ in rows if not term_usable(r_["engine_status"], method)]
@@ -232,7 +234,7 @@ def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations
             status[i] = f"an I(delta) integral did not converge ({bad[0]})"
         else:
             b = int(np.argmin(each[:, i]))
-            what = "" if b == 0 else f" of derivative {b}"
+            what = "" if b == 0 else f" of the derivative {derivatives.labels[b - 1]}"
             status[i] = (f"extrapolation{what} not converged after {n} delta terms "
                          f"({ext['status'][b * P + i]})")
     value = (np.asarray(ext["value"]) * prefactor).reshape(blocks, P)

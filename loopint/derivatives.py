@@ -14,22 +14,27 @@ asked, then, for ``order = 2``, the second derivatives of the pairs ``i <= j``),
 laid out like the original.  A caller that reshapes the components as ``[K, ...]`` reshapes
 them as ``[B * K, ...]``: every block is one more set of "points".
 
-Why this is exact:
+Why this is exact: differentiation under the integral sign needs the derivative of the
+integrand to be integrable, uniformly near the point.
 
-* Euclidean points and the delta terms: the integrand is smooth in the kinematics where it
-  is integrable (F > 0, or F - i delta U with delta > 0), so differentiation under the
-  integral sign holds; the delta sequence extrapolates every derivative like the value.
+* Euclidean points and the delta terms: F > 0, or F - i delta U with delta > 0, has no zero
+  inside the domain, and the integrand's behaviour at the boundary is fixed by the Newton
+  polytope of U and F (:mod:`loopint.divergence`); a kinematic derivative multiplies it by
+  dF/dk / F, whose monomials lie in that polytope, so the power counting at every face is the
+  same and the derivative converges where the integral does.  The delta sequence
+  extrapolates every derivative like the value.
 * The deformed contour: the integral does not depend on the contour (Cauchy), so the
   derivative of the integral is the integral of the derivative of the integrand along a fixed
   contour.  The deformation is therefore held fixed (``jax.lax.stop_gradient`` on the
   kinematics it is built from), which is cheaper than differentiating it and gives a
   smoother integrand.
-* Where a coefficient of U or F vanishes at the point (a zero mass, an on-shell leg given
+* That argument needs the point's Newton polytope to be the generic one in the symbol.
+  Where a coefficient of U or F vanishes at the point (a zero mass, an on-shell leg given
   as a symbol), the integrand is computed without that monomial (its power counting and
-  sector decomposition need the point's own supports); a derivative with respect to a symbol
-  that this coefficient depends on would miss its contribution.  :func:`supports_for` keeps
-  such a monomial where it does not change the Newton polytope, and refuses the point where
-  it does (there the derivative may not exist: an on-shell logarithm).
+  sector decomposition need the point's own supports); if the coefficient depends on a
+  requested symbol, :func:`supports_for` keeps the monomial where it does not change the
+  polytope, and refuses the point where it does (there the integral is not smooth in the
+  symbol: an on-shell logarithm, m^2 log m^2).
 """
 
 from __future__ import annotations
@@ -47,11 +52,16 @@ from .engines.base import StaticCallable
 from .errors import SpecError
 
 
+def pairs(m: int) -> tuple:
+    """The second derivatives of m symbols: index pairs ``(i, j)``, i <= j, in label order."""
+    return tuple(combinations_with_replacement(range(m), 2))
+
+
 def labels(names: Sequence[str], order: int) -> list[str]:
     """The derivatives' keys: the names, then ``"a,b"`` for the pairs of ``order = 2``."""
     out = list(names)
     if order == 2:
-        out += [f"{a},{b}" for a, b in combinations_with_replacement(names, 2)]
+        out += [f"{names[i]},{names[j]}" for i, j in pairs(len(names))]
     return out
 
 
@@ -72,9 +82,7 @@ class Differentiated:
         self.fn = fn
         self.columns = tuple(int(c) for c in columns)
         self.order = order
-        m = len(self.columns)
-        self.pairs = tuple(combinations_with_replacement(range(m), 2))
-        self.blocks = 1 + m + (len(self.pairs) if order == 2 else 0)
+        self.pairs = pairs(len(self.columns))
 
     def _tangents(self, kin, which: Sequence[int]):
         """Unit tangents ``[len(which), K, s]``: column ``columns[i]`` of every point is 1."""
@@ -149,8 +157,7 @@ class Request:
         scale = [np.where(kin[:, c] != 0, np.abs(kin[:, c]), 1.0) for c in self.columns]
         rows = [np.ones(kin.shape[0])] + scale
         if self.order == 2:
-            rows += [scale[i] * scale[j] for i, j in
-                     combinations_with_replacement(range(len(self.columns)), 2)]
+            rows += [scale[i] * scale[j] for i, j in pairs(len(self.columns))]
         return np.stack(rows)
 
     def bind(self, f: jax.tree_util.Partial) -> tuple[jax.tree_util.Partial, np.ndarray]:
@@ -161,7 +168,6 @@ class Request:
         w = self.weights(np.asarray(f.args[0]))
         return jax.tree_util.Partial(wrapper, jnp.asarray(w, f.args[0].dtype), *f.args,
                                      **f.keywords), w
-
 
 
 
@@ -189,37 +195,41 @@ def request(names: Sequence[str], order: int, symbols: Sequence[str]) -> Request
 
 
 def supports_for(probe, keep_U: np.ndarray, keep_F: np.ndarray, kin: np.ndarray,
-                 req: Request | None, point_text) -> tuple[np.ndarray, np.ndarray]:
+                 req: Request | None, point_text) -> tuple[np.ndarray, np.ndarray, str | None]:
     """The supports of U and F (:func:`loopint.plan.support_groups`) to integrate with for
-    derivatives: a monomial whose coefficient vanishes at the points but whose derivative
-    with respect to a requested symbol does not is kept (with its zero coefficient) when it
-    lies in the convex hull of the kept monomials of its polynomial, where it changes neither
-    the Newton polytope nor, therefore, the integral's power counting; otherwise the point is
-    on a boundary of the kinematic domain (an on-shell leg, a mass squared at zero given as
-    a symbol), where the derivative may not exist, and a :class:`SpecError` refuses it."""
+    derivatives, and why the derivatives cannot be taken at these points (None if they can).
+
+    A monomial whose coefficient vanishes at the points and depends on a requested symbol
+    (as an expression: ``m**2`` at m = 0 depends on m although its derivative vanishes
+    there, and its second does not) is kept, with its zero coefficient, when it lies in the
+    convex hull of the kept monomials of its polynomial: it changes neither the Newton
+    polytope nor, therefore, the integral's power counting, and the integrand is smooth in
+    the symbol there (C0 at s = 2 m^2).  Otherwise it is a vertex: the points lie on a
+    boundary of the kinematic domain (an on-shell leg, a zero mass given as a symbol), where
+    the integral is not smooth in that symbol (logarithms such as m^2 log m^2, or |m| in odd
+    dimensions), and the reason is returned."""
     if req is None or (np.all(keep_U) and np.all(keep_F)):
-        return keep_U, keep_F
-    env = {s: np.asarray(kin[:, i], float) for i, s in enumerate(probe._sym_objs)}
+        return keep_U, keep_F, None
+    wanted = {probe._sym_objs[c]: n for n, c in zip(req.names, req.columns)}
     out = []
     for label, code, keep in (("U", probe._U, keep_U), ("F", probe._F, keep_F)):
         keep = np.array(keep, bool)
         hull = code.exponents[keep]
         for t in np.flatnonzero(~keep):
             coef = code.coefficients[t]
-            for name, col in zip(req.names, req.columns):
-                d = sympy.lambdify(list(env), sympy.diff(coef, probe._sym_objs[col]), "numpy")
-                if not np.any(np.asarray(d(*env.values())) != 0):
-                    continue
-                if not _in_hull(code.exponents[t], hull):
-                    raise SpecError(
-                        f"derivatives: {name!r} cannot be taken at the kinematic point "
-                        f"{point_text(probe, kin[0])}: the coefficient {coef} of {label} "
-                        f"vanishes there and its derivative does not, and its monomial "
-                        "shapes the integral's singularities (an on-shell leg or a zero "
-                        "mass: the derivative may not exist there)")
-                keep[t] = True
+            names = [n for sym, n in wanted.items() if sym in coef.free_symbols]
+            if not names:
+                continue
+            if not _in_hull(code.exponents[t], hull):
+                return keep_U, keep_F, (
+                    f"derivatives: {names[0]!r} cannot be taken at the kinematic point "
+                    f"{point_text(probe, kin[0])}: the coefficient {coef} of {label} vanishes "
+                    f"there and depends on {names[0]}, and its monomial shapes the integral's "
+                    "singularities (an on-shell leg or a zero mass: the integral is not "
+                    "smooth in it there)")
+            keep[t] = True
         out.append(keep)
-    return out[0], out[1]
+    return out[0], out[1], None
 
 
 def _in_hull(point: np.ndarray, vertices: np.ndarray) -> bool:

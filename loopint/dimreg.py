@@ -63,7 +63,7 @@ from . import precision as _precision
 from .contour import CROSS_CHECK_SIGMAS, det_identity_minus_i
 from .derivatives import Derivative, request, split, supports_for
 from .diagram import EPS, Diagram
-from .errors import DiagramError
+from .errors import DiagramError, SpecError
 from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
 from .region import classify_coefficients
@@ -601,7 +601,7 @@ def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarra
                  np.where(diff == 0, 0.0, np.inf))
     worst = float(np.max(n))
     check = {"lambda_ratio": CROSS_CHECK_LAMBDA_RATIO, "sigmas": worst,
-             "largest_difference": float(np.max(np.abs(diff))),
+             "largest_difference": float(np.max(np.abs(diff[0]))),     # of the value
              "evaluations": other["evaluations"]}
     out = dict(out)
     if worst > CROSS_CHECK_SIGMAS:
@@ -699,6 +699,16 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
                      "variables": si.ndim, **({"cross_check": checks} if s.cross_check else {})}}
 
 
+def _without_derivatives(part: dict, blocks: int, why: str) -> dict:
+    """A group of a batch whose derivatives cannot be taken (``why``): its coefficients, the
+    derivatives NaN, every point not converged."""
+    pad = np.full((blocks - 1,) + part["value"].shape[1:], np.nan + 0j)
+    return dict(part, value=np.concatenate([part["value"], pad]),
+                error=np.concatenate([part["error"], pad]),
+                converged=np.zeros_like(part["converged"]),
+                status=[why] * len(part["status"]))
+
+
 def compute_series(problem, s, progress, t_start: float):
     """:func:`loopint.compute` for a regulated diagram: the Laurent coefficients."""
     diagram = problem.diagram
@@ -711,9 +721,12 @@ def compute_series(problem, s, progress, t_start: float):
     B = 1 if req is None else req.blocks
     parts = []
     for keep_U, keep_F, idx in support_groups(probe, kin):
-        keep_U, keep_F = supports_for(probe, keep_U, keep_F, kin[idx], req, point_text)
+        keep_U, keep_F, why = supports_for(probe, keep_U, keep_F, kin[idx], req, point_text)
+        if why is not None and not batched:
+            raise SpecError(why)
         red = reduced(diagram, probe, keep_U, keep_F, kin[idx])
-        parts.append((idx, _series_group(red, kin[idx], s, order, req)))
+        part = _series_group(red, kin[idx], s, order, None if why else req)
+        parts.append((idx, part if why is None else _without_derivatives(part, B, why)))
     first = min(p["first"] for _, p in parts)
     J = order - first + 1
     val = np.zeros((B, K, J), complex)

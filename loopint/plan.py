@@ -378,7 +378,9 @@ class RunPlan:
     problem / settings: as given to compute; diagram: reduced at the points (:func:`at_point`);
     kin: the points ``[K, s]``; regions: their kinds; prefactor: its value for
     ``settings.prefactor``; ndim: integration variables; derivatives: the derivatives asked
-    for (:mod:`loopint.derivatives`), integrated with the value by every stage.  The stages
+    for (:mod:`loopint.derivatives`), integrated with the value by every stage; refused: the
+    request and the reason where they cannot be taken at these points of a batch (the
+    values are computed, the derivatives reported as not converged).  The stages
     ``direct``, ``delta`` and ``contour`` and ``physical`` (:func:`physical_methods`) are
     built on first use.
     """
@@ -391,6 +393,7 @@ class RunPlan:
     prefactor: complex
     ndim: int
     derivatives: Request | None = None
+    refused: tuple | None = None
 
     @classmethod
     def at(cls, problem: Problem, settings: Settings, probe: Integrand, keep_U: np.ndarray,
@@ -398,12 +401,17 @@ class RunPlan:
         """The plan for the points ``kin`` of ``problem`` (``probe``: its diagram lowered on
         the simplex; ``keep_U``, ``keep_F``: the points' supports, :func:`support_groups`)."""
         req = request(settings.derivatives, settings.derivative_order, probe.symbols)
-        keep_U, keep_F = supports_for(probe, keep_U, keep_F, kin, req, point_text)
+        keep_U, keep_F, why = supports_for(probe, keep_U, keep_F, kin, req, point_text)
+        refused = None
+        if why is not None:
+            if not any(np.ndim(v) for v in problem.kinematics.values()):
+                raise SpecError(why)
+            refused, req = (req, why), None     # a batch: these points' derivatives fail
         diagram = at_point(problem.diagram, probe, keep_U, keep_F, kin)
         probe = integrand(diagram, "simplex", "none", "float64")
         return cls(problem, settings, diagram, kin, point_regions(probe, kin, settings),
                    complex(sympy.N(diagram.prefactor(settings.prefactor), 20)), probe.ndim,
-                   req)
+                   req, refused)
 
     @property
     def blocks(self) -> int:

@@ -59,8 +59,9 @@ class Settings:
         eps_order: the highest order k of the Laurent coefficients c_j, j <= k, to compute
         (None: 0, the finite part).
     Derivatives (:mod:`loopint.derivatives`): derivatives: kinematic symbols to differentiate
-        the result by (integrated with the value, each to the same rtol/atol); derivative_order:
-        1, or 2 for the second derivatives of every pair as well.
+        the result by (integrated with the value, each to rtol; atol applies to k dI/dk, in
+        the units of the value); derivative_order: 1, or 2 for the second derivatives of
+        every pair as well.
     """
 
     method: str = "auto"
@@ -195,6 +196,9 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
     if isinstance(v, bool) or v not in (1, 2):
         raise _err(path, "derivative_order", f"must be 1 or 2, got {v!r}")
     s["derivative_order"] = int(v)
+    if v == 2 and not s["derivatives"]:
+        raise _err(path, "derivative_order", "2 needs the symbols to differentiate by: give "
+                   "derivatives = [...] (--derivative SYMBOL)")
     return Settings(**s)
 
 

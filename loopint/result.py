@@ -32,7 +32,8 @@ class Result:
         ``info["regulated"]["point_method"]`` says per physical point whether the deformed
         contour or the delta sequence produced it.
     table: per-delta history of the regulator sequence (empty for delta = 0): rows of
-        ``{"delta", "value", "error", "evaluations", "seconds"}``.
+        ``{"delta", "value", "error", "evaluations", "seconds"}``; with derivatives, a row's
+        values hold the points' values, then each derivative's for every point.
     coefficients / coefficient_errors: for a regulated integral (D or powers with eps,
         :mod:`loopint.dimreg`) the Laurent coefficients ``{j: c_j}`` for j from the leading
         pole to ``eps_order`` (arrays over kinematic points when batched) and their errors

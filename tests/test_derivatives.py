@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -165,6 +166,43 @@ def test_a_redundant_vanishing_coefficient_is_kept_and_a_vertex_one_is_refused()
         r.derivatives["s"].value)
 
 
+def bubble_d3(P, m):
+    """The D = 3 bubble with masses m and 0 at p^2 = -P (pySecDec's normalization):
+    sqrt(pi) int_0^1 dx / sqrt(x (m^2 + P (1 - x)))."""
+    return mpmath.sqrt(mpmath.pi) * mpmath.quad(
+        lambda x: 1 / mpmath.sqrt(x * (m * m + P * (1 - x))), [0, 1])
+
+
+def test_a_zero_mass_is_refused_alone_and_marked_in_a_batch():
+    """At m = 0 the bubble in D = 3 goes like I(0) - 3.54 |m|: no derivative by m.  The
+    coefficient m**2 vanishes there with its first derivative, but depends on m; its
+    monomial x1^2 is a vertex of the Newton polytope."""
+    d = loopint.Diagram.from_graph(internal_lines=[["m", [1, 2]], ["0", [2, 1]]],
+                                   external_lines=[["p1", 1], ["p2", 2]],
+                                   scalar_products={"p1*p1": "-P"}, dimension=3)
+    with pytest.raises(SpecError, match=r"derivatives: 'm' cannot be taken.*m\*\*2"):
+        compute(d, {"P": 1.0, "m": 0.0}, rtol=1e-8, derivatives=["m"])
+    r = compute(d, {"P": 1.0, "m": np.array([0.0, 0.5])}, rtol=1e-8, derivatives=["m"])
+    assert not r.converged and r.info["point_converged"] == [False, True]
+    assert "cannot be taken" in r.status
+    dm = r.derivatives["m"]
+    assert np.isnan(dm.value[0]) and abs(r.value[0] - complex(bubble_d3(1, 0))) <= 1e-7
+    check(type(dm)(dm.value[1], dm.error[1]), diff(bubble_d3, {"P": 1.0, "m": 0.5}, ("m",)),
+          1e-8)
+
+
+def test_second_derivative_at_a_zero_mass_is_refused():
+    """d2/dm2 of the massless off-shell triangle with one line of mass m diverges at m = 0
+    (an m^2 log m^2 term) although every first derivative of its coefficients vanishes."""
+    d = loopint.Diagram.from_graph(
+        internal_lines=[["0", [1, 2]], ["0", [2, 3]], ["m", [3, 1]]],
+        external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
+        scalar_products={"p1*p1": "-P1", "p2*p2": "-P2", "p1*p2": "(P1 + P2 - P3)/2"})
+    with pytest.raises(SpecError, match="derivatives: 'm' cannot be taken"):
+        compute(d, {"P1": 0.3, "P2": 0.5, "P3": 1.0, "m": 0.0}, rtol=1e-6,
+                derivatives=["m"], derivative_order=2)
+
+
 def test_bad_derivative_requests_are_clear_errors(triangle, tmp_path):
     with pytest.raises(SpecError, match=r"derivatives: 'q' is not a kinematic symbol"):
         compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["q"])
@@ -172,6 +210,8 @@ def test_bad_derivative_requests_are_clear_errors(triangle, tmp_path):
         compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["s"], derivative_order=3)
     with pytest.raises(SpecError, match="derivatives: a symbol is given twice"):
         compute(triangle, {"s": 1.0, "m": 1.0}, derivatives=["s", "s"])
+    with pytest.raises(SpecError, match="derivative_order: 2 needs the symbols"):
+        compute(triangle, {"s": 1.0, "m": 1.0}, derivative_order=2)
     doc = {"diagram": TRIANGLE, "kinematics": {"s": 1.0, "m": 1.0},
            "integration": {"derivatives": ["s", "x"]}}
     with pytest.raises(SpecError, match=r"f.toml: integration.derivatives: 'x' is not"):
