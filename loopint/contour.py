@@ -11,6 +11,7 @@ both and compares them (:func:`combine_physical`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from functools import partial
 from typing import Mapping
@@ -49,7 +50,8 @@ class ContourIntegrand(Integrand):
 
     def bind_deformed(self, kinematics: Mapping[str, object] | np.ndarray, lam: float):
         """The integrand at delta = 0 on a deformed contour (a second method for the physical
-        region, beside the delta sequence): ``f(u) -> [n, 1]`` complex, for ONE kinematic point.
+        region, beside the delta sequence): ``f(u) -> [n, K]`` complex for the kinematic
+        points ``[K, s]``, each on its own contour when ``lam`` is an array ``[K]``.
 
         Primary sectors only (``domain="sectors"``).  The deformation is projective: with
         V = F/U (homogeneous of degree 1), every Feynman parameter moves to
@@ -71,11 +73,19 @@ class ContourIntegrand(Integrand):
             raise ValueError("contour deformation is implemented for domain='sectors'")
         kin = self._kin(kinematics)
         kin = np.asarray(kin, dtype=np.float64)
-        if kin.shape[0] != 1:
-            raise ValueError(f"bind_deformed takes one kinematic point, got {kin.shape[0]}")
         self._derivatives()
-        return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
-                                     jnp.asarray(float(lam), self.rdtype))
+        if kin.shape[0] == 1 and np.ndim(lam) == 0:
+            return jax.tree_util.Partial(self._deformed_eval, jnp.asarray(kin, self.rdtype),
+                                         jnp.asarray(float(lam), self.rdtype))
+        lam = np.broadcast_to(np.asarray(lam, np.float64), (kin.shape[0],))
+        return jax.tree_util.Partial(self._deformed_points, jnp.asarray(kin, self.rdtype),
+                                     jnp.asarray(lam, self.rdtype))
+
+    def _deformed_points(self, kin, lam, u):
+        """Several kinematic points ``kin[K, s]``, each on its own contour (``lam[K]``):
+        ``[n, K]``, the one-point integrand mapped over the points."""
+        one = jax.vmap(lambda k, l: self._deformed_eval(k[None, :], l, u)[:, 0], out_axes=1)
+        return one(kin, lam)
 
     def deformation_lambda(self, kinematics: Mapping[str, object] | np.ndarray,
                            n: int = 4096) -> float:
@@ -112,6 +122,36 @@ class ContourIntegrand(Integrand):
             if bool(np.all(np.isfinite(np.asarray(self._deformed_jit(kin, lam, t))))):
                 break
         return float(lam)
+
+    def deformation_lambdas(self, kin: np.ndarray, n: int = 4096) -> np.ndarray:
+        """:meth:`deformation_lambda` of every point of ``kin[K, s]``, each pilot evaluated for
+        all points at once (one call per candidate)."""
+        kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
+        self._derivatives()
+        t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
+        worst = np.asarray(jax.vmap(lambda k: self._pilot_max_v(k[None, :], t))(kin))
+        lam0 = np.where(worst > 0, 1.0 / np.where(worst > 0, worst, 1.0), 1.0)
+        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+        ok, var = [], []
+        for c in factors:
+            vals = np.asarray(self._deformed_points_jit(kin, jnp.asarray(c * lam0), t))
+            ok.append(np.all(np.isfinite(vals), axis=0))
+            v = np.var(vals.real, axis=0) + np.var(vals.imag, axis=0)
+            var.append(np.where(ok[-1], v, np.inf))
+        ok, var = np.array(ok), np.array(var)                          # [factors, K]
+        lam = np.empty(kin.shape[0])
+        for k in range(kin.shape[0]):
+            eligible = [(var[i, k], factors[i]) for i in range(len(factors) - 1)
+                        if ok[i, k] and ok[i + 1, k]]
+            if eligible:
+                lam[k] = min(eligible)[1] * lam0[k]
+            else:       # none eligible: halved below the smallest candidate until valid
+                lam[k] = self.deformation_lambda(np.asarray(kin[k:k + 1]), n)
+        return lam
+
+    @partial(jax.jit, static_argnums=0)
+    def _deformed_points_jit(self, kin, lam, u):
+        return self._deformed_points(kin, lam, u)
 
     @partial(jax.jit, static_argnums=0)
     def _pilot_max_v(self, kin, t):
@@ -228,22 +268,73 @@ def det_identity_minus_i(A, lam):
 # ------------------------------------------------------------------ the contour path
 def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
                    derivatives=None) -> dict:
-    """Physical-region points ``kin[P, s]`` at delta = 0 on a deformed contour, one engine run
-    per point (``stage``: the plan's contour :class:`~loopint.plan.Stage`, whose integrand is
-    a :class:`ContourIntegrand` on the primary sectors).  ``contour_lambda``: ``"auto"``
+    """Physical-region points ``kin[P, s]`` at delta = 0 on a deformed contour (``stage``: the
+    plan's contour :class:`~loopint.plan.Stage`, whose integrand is a
+    :class:`ContourIntegrand` on the primary sectors).  ``contour_lambda``: ``"auto"``
     (:meth:`ContourIntegrand.deformation_lambda`, shrunk after a sign violation) or the
     strength.  Returns per point the value and error (prefactor applied), convergence,
     status and strength; with ``derivatives`` (a :class:`loopint.derivatives.Request`) also
-    theirs (``derivatives[j, p]``, ``derivative_errors``), on the same contour."""
-    ig = stage.integrand
+    theirs (``derivatives[j, p]``, ``derivative_errors``), on the same contour.
+
+    The first point is one engine run of its own.  When it was cheap (at most
+    :data:`BATCH_MAX_EVALS` evaluations), the others are integrated together, up to
+    :data:`CONTOUR_BATCH` at a time, as one vector integrand with a contour per point, within
+    :data:`BATCH_BUDGET` times the first point's evaluations: for cheap integrals the cost of
+    a run is its fixed overhead (pilots, compilation of nothing new, the engine's host loop),
+    which a batch pays once.  A point of a batch is accepted when its own error estimates
+    (value and derivatives) meet the tolerance; the others (a sign violation, a harder point
+    near a threshold) get a run of their own, so no point holds the batch back."""
     P = kin.shape[0]
     B = 1 if derivatives is None else derivatives.blocks
-    value = np.zeros((B, P), complex)
-    error = np.zeros((B, P), complex)
-    conv = np.zeros(P, bool)
-    status, lams = [], []
-    evaluations = 0
-    for i in range(P):
+    acc = _ContourPoints(P, B, prefactor)
+    acc.one(stage, kin, 0, contour_lambda, derivatives)
+    todo = list(range(1, P))
+    if todo and acc.cost[0] <= BATCH_MAX_EVALS:
+        budget = max(int(BATCH_BUDGET * acc.cost[0]), 1)
+        for start in range(0, len(todo), CONTOUR_BATCH):
+            acc.batch(stage, kin, todo[start:start + CONTOUR_BATCH], contour_lambda,
+                      derivatives, budget)
+        todo = [i for i in todo if not acc.conv[i]]
+    for i in todo:
+        acc.one(stage, kin, i, contour_lambda, derivatives)
+    out = {"method": stage.method, "value": acc.value[0], "error": acc.error[0],
+           "converged": acc.conv, "status": acc.status, "evaluations": acc.evaluations,
+           "lambda": acc.lams}
+    if derivatives is not None:
+        out.update(derivatives=acc.value[1:], derivative_errors=acc.error[1:])
+    return out
+
+
+# Points of a physical batch integrated together (one vector integrand); its budget is this
+# many times the evaluations of the batch's first point alone, and only points whose first
+# run took at most BATCH_MAX_EVALS evaluations are batched (beyond that the integration, not
+# the overhead of a run, is the cost).
+CONTOUR_BATCH = 512
+BATCH_BUDGET = 4.0
+BATCH_MAX_EVALS = 10**6
+# Pilot points per batched point for its deformation strength: a quarter of a single point's
+# (the batch's pilot would otherwise cost as much as its integration); a strength the pilot
+# misjudges shows in the run (NaN, or an estimate above tolerance) and the point is rerun
+# alone with the full pilot.
+BATCH_PILOT = 1024
+
+
+class _ContourPoints:
+    """Per-point results of :func:`contour_points`, filled by single runs and batches."""
+
+    def __init__(self, P: int, B: int, prefactor: complex):
+        self.B, self.prefactor = B, prefactor
+        self.value = np.zeros((B, P), complex)
+        self.error = np.zeros((B, P), complex)
+        self.conv = np.zeros(P, bool)
+        self.status = [""] * P
+        self.lams = [0.0] * P
+        self.cost = np.zeros(P, np.int64)
+        self.evaluations = 0
+
+    def one(self, stage, kin, i: int, contour_lambda, derivatives) -> None:
+        """Point ``i`` by a run of its own, lambda shrunk after a sign violation."""
+        ig = stage.integrand
         point = kin[i:i + 1]
         lam = ig.deformation_lambda(point) if contour_lambda == "auto" else float(contour_lambda)
         for _ in range(CONTOUR_RETRIES + 1):
@@ -251,7 +342,8 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
             if derivatives is not None:
                 f, w = derivatives.bind(f)
             r = stage.integrate(f)
-            evaluations += r.evaluations
+            self.evaluations += r.evaluations
+            self.cost[i] += r.evaluations
             # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
             # deformation, unless lambda was given
             if r.code is not Status.NONFINITE or contour_lambda != "auto":
@@ -259,16 +351,40 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
             log.info("contour: sign violation at lambda = %.3g, retrying with %.3g", lam,
                      lam * CONTOUR_SHRINK)
             lam *= CONTOUR_SHRINK
-        lams.append(lam)
-        value[:, i] = split(r.value, B, 1, w)[:, 0, 0] * prefactor
-        error[:, i] = scale_error(split(r.error, B, 1, w)[:, 0, 0], prefactor)
-        conv[i] = r.converged
-        status.append(r.status)
-    out = {"method": stage.method, "value": value[0], "error": error[0], "converged": conv,
-           "status": status, "evaluations": evaluations, "lambda": lams}
-    if derivatives is not None:
-        out.update(derivatives=value[1:], derivative_errors=error[1:])
-    return out
+        self.lams[i] = lam
+        self.value[:, i] = split(r.value, self.B, 1, w)[:, 0, 0] * self.prefactor
+        self.error[:, i] = scale_error(split(r.error, self.B, 1, w)[:, 0, 0], self.prefactor)
+        self.conv[i] = r.converged
+        self.status[i] = r.status
+
+    def batch(self, stage, kin, idx: list, contour_lambda, derivatives, budget: int) -> None:
+        """The points ``idx`` as one vector integrand; each accepted where its own estimates
+        meet the stage's tolerance (as the engine judges a component: the errors of the real
+        and imaginary parts in quadrature against rtol |value|, every derivative too)."""
+        ig = stage.integrand
+        K = len(idx)
+        pts = kin[idx]
+        if contour_lambda == "auto":
+            lam = ig.deformation_lambdas(pts, BATCH_PILOT)
+        else:
+            lam = np.full(K, float(contour_lambda))
+        f, w = ig.bind_deformed(pts, lam), None
+        if derivatives is not None:
+            f, w = derivatives.bind(f)
+        r = dataclasses.replace(stage, max_evals=min(stage.max_evals, budget)).integrate(f)
+        self.evaluations += r.evaluations
+        v, e = split(r.value, self.B, K), split(r.error, self.B, K)       # as integrated
+        with np.errstate(invalid="ignore"):
+            met = np.isfinite(v) & np.isfinite(e) & (
+                np.hypot(e.real, e.imag) <= np.maximum(stage.atol, stage.rtol * np.abs(v)))
+        ok = np.all(met, axis=(0, 2))
+        if w is not None:
+            v, e = v / w[:, :, None], e / w[:, :, None]
+        for j in np.flatnonzero(ok):
+            i = idx[j]
+            self.value[:, i] = v[:, j, 0] * self.prefactor
+            self.error[:, i] = scale_error(e[:, j, 0], self.prefactor)
+            self.conv[i], self.status[i], self.lams[i] = True, "converged", float(lam[j])
 
 
 def _blocks(*outs) -> int:

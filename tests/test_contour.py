@@ -79,9 +79,6 @@ def test_refusals():
     p = load(os.path.join(DIAGRAMS, "triangle_above_threshold.toml"))
     with pytest.raises(ValueError, match="sectors"):
         Integrand(p.diagram, domain="sequential").bind_deformed(p.kinematics, 0.1)
-    ig = Integrand(p.diagram, domain="sectors")
-    with pytest.raises(ValueError, match="one kinematic point"):
-        ig.bind_deformed({"s": [10.0, 12.0], "m": 1.0}, 0.1)
     with pytest.raises(ValueError, match="cube engine"):
         loopint.compute(p, contour="deform", method="iterated")
 
@@ -147,3 +144,37 @@ def test_two_loop_above_threshold_independent_of_lambda_and_matches_delta_limit(
     assert abs(limit - a.value) <= 1e-7 * abs(a.value)         # measured 9e-9
     print("quadratic limit - contour:", limit - a.value, " smallest delta - contour:", vs[-1] - a.value)
     assert abs(vs[-1] - a.value) > 1e-4 * abs(a.value)        # the fit did the work
+
+
+def test_several_points_each_on_its_own_contour():
+    """A batch of points with one strength each evaluates every point as it would alone."""
+    from loopint.lower import kronecker_points
+    p = load(os.path.join(DIAGRAMS, "triangle_above_threshold.toml"))
+    ig = Integrand(p.diagram, domain="sectors")
+    u = kronecker_points(64, ig.ndim)
+    both = np.asarray(ig.bind_deformed({"s": [10.0, 12.0], "m": 1.0}, [0.1, 0.2])(u))
+    assert both.shape == (64, 2)
+    for k, (s, lam) in enumerate(((10.0, 0.1), (12.0, 0.2))):
+        alone = np.asarray(ig.bind_deformed({"s": s, "m": 1.0}, lam)(u))[:, 0]
+        np.testing.assert_allclose(both[:, k], alone, rtol=1e-13)
+    lams = ig.deformation_lambdas(np.array([[1.0, 10.0], [1.0, 12.0]]))
+    assert lams[0] == ig.deformation_lambda(np.array([[1.0, 10.0]]))
+
+
+def test_a_physical_scan_is_batched_and_a_hard_point_runs_alone():
+    """Cheap physical points after the first are one vector integrand; the point just above
+    threshold (s = 4.0001) does not meet the tolerance in the batch's budget and is
+    computed alone, as are points the batch cannot certify: every point against the closed
+    form within 3 errors, and far fewer evaluations than one run per point."""
+    from physical_points import c0_equal
+    p = load(os.path.join(DIAGRAMS, "triangle_above_threshold.toml"))
+    s = np.array([10.0, 4.5, 6.0, 8.0, 12.0, 20.0, 30.0, 4.0001])
+    r = loopint.compute(p, {"s": s, "m": 1.0}, rtol=1e-6, contour="deform")
+    ref = np.array([c0_equal(x, 1.0) for x in s])
+    ok = np.asarray(r.info["point_converged"])
+    assert ok[:-1].all()
+    assert np.all(np.abs(r.value - ref)[ok] <= 3 * np.abs(r.error)[ok])
+    single = sum(loopint.compute(p, {"s": x, "m": 1.0}, rtol=1e-6, contour="deform").evaluations
+                 for x in s[:-1])
+    batched = loopint.compute(p, {"s": s[:-1], "m": 1.0}, rtol=1e-6, contour="deform")
+    assert batched.converged and batched.evaluations < single / 2
