@@ -18,7 +18,7 @@ import loopint  # noqa: F401  (float64)
 from extrapolation import epsilon_table, wynn_epsilon
 from loopint.engines import base, iterated
 from loopint.engines.base import Box, Simplex
-from loopint.engines.endpoint import HISTORY, _even_columns, epsilon_limit
+from loopint.engines.endpoint import HISTORY, epsilon_append
 from loopint.engines.iterated import Iterated
 
 mp.mp.dps = 30
@@ -48,49 +48,43 @@ def quad(g, h=lambda t: 1, L=1):
 # The vectorized ε-algorithm against the extrapolation package
 # --------------------------------------------------------------------------------------------
 
-def run_window(s, H=10):
-    """epsilon_limit on the growing sequence ``s`` as the engine uses it: a window of the
-    last ``H`` terms and the earlier results."""
-    history, out = [], []
-    for m in range(1, s.size + 1):
-        w = min(m, H)
-        terms = np.zeros(H)
-        terms[H - w:] = s[m - w:m]
-        hist = np.zeros(HISTORY)
-        k = min(len(history), HISTORY)
-        if k:
-            hist[HISTORY - k:] = history[-k:]
-        value, error, usable = epsilon_limit(jnp.asarray(terms), jnp.asarray(w),
-                                             jnp.asarray(hist), jnp.asarray(k))
-        if m >= 3:
-            history.append(float(value))
-        out.append((float(value), float(error), bool(usable)))
+def run_table(s, K=5):
+    """epsilon_append on the sequence ``s`` term by term, as the engine uses it (state on the
+    origin of the newest term).  Returns per term ``(value, error, usable, diagonal)`` on the
+    sequence's own origin."""
+    prev = jnp.full(K, jnp.nan)
+    cur = jnp.full(K, jnp.nan).at[0].set(0.0)
+    hist, nh = jnp.zeros(HISTORY), jnp.asarray(0)
+    scale = jnp.asarray(np.max(np.abs(s)))
+    out = []
+    for m in range(1, s.size):
+        prev, cur, hist, nh, value, error, usable = epsilon_append(
+            prev, cur, hist, nh, jnp.asarray(s[m] - s[m - 1]), scale)
+        out.append((float(value) + s[m], float(error), bool(usable), np.asarray(cur) + s[m]))
     return out
 
 
 def test_epsilon_table_and_results_match_the_extrapolation_package():
     n = np.arange(16)
     s = 1.0 + 0.7 * 0.9 ** n - 0.3 * 0.45 ** n + 0.1 * 0.2 ** n
-    table = epsilon_table(s[:10])
-    cols = _even_columns([jnp.asarray(v) for v in s[:10]], jnp.asarray(np.max(np.abs(s))),
-                         np.finfo(float).eps)
-    for k, col in enumerate(cols):
-        for i in range(2 * k, 10):         # element with newest term i: row i - 2k
-            assert float(col[i]) == pytest.approx(table[2 * k, i - 2 * k], rel=1e-13, abs=1e-14)
-    out = run_window(s)
-    for m in range(3, 11):                 # the same terms as the package's table
-        assert out[m - 1][0] == pytest.approx(wynn_epsilon(s[:m]).value, rel=1e-13)
-    for value, error, usable in out:
+    out = run_table(s)
+    for m in range(3, 10):              # up to 2K - 1 terms: the package's table, unabridged
+        value, _, _, diagonal = out[m - 2]
+        table = epsilon_table(s[:m])
+        for k in range(min(5, (m + 1) // 2)):      # ε_2k ending at the newest term
+            assert diagonal[k] == pytest.approx(table[2 * k, m - 1 - 2 * k], rel=1e-12)
+        assert value == pytest.approx(wynn_epsilon(s[:m]).value, rel=1e-12)
+    for value, error, usable, _ in out:
         assert not usable or abs(value - 1.0) <= error
     assert out[-1][2] and abs(out[-1][0] - 1.0) < 1e-12
 
 
 def test_epsilon_limit_is_exact_for_geometric_sequences_and_needs_history():
     s = 3.0 - 2.0 * 2.0 ** (-0.1 * np.arange(8))          # x^(-0.9): ratio 2^(-0.1)
-    out = run_window(s)
-    # no error estimate before three earlier results (DQELG), then exact
-    assert not any(u for _, _, u in out[:5]) and not np.isfinite(out[1][1])
-    for value, error, usable in out[5:]:
+    out = run_table(s)
+    # no error estimate before three earlier results (DQELG): from the sixth term on
+    assert not any(u for _, _, u, _ in out[:4]) and not np.isfinite(out[0][1])
+    for value, error, usable, _ in out[4:]:
         assert usable and value == pytest.approx(3.0, rel=1e-13) and error < 1e-12
 
 
@@ -206,6 +200,21 @@ def test_small_buffers_evict_with_extrapolation():
     assert small.info["evicted"][1] > 0
     big = Iterated().integrate(f, Simplex(2), rtol=1e-8)
     assert small.value == pytest.approx(big.value, rel=1e-12)
+
+
+def test_accelerator_policy_with_extrapolation():
+    """Fused innermost steps, growing buffers and nsplit = 4 (the accelerator defaults) carry
+    the tables too: the same answer, to the tolerance, as the CPU policy."""
+    def f(x):
+        return x[:, 0] ** -0.9 * jnp.log(x[:, 1]) * jnp.exp(x[:, 0] * x[:, 1])
+    exact = float(mp.quad(lambda y: mp.quad(lambda u: 10 * mp.exp(u**10 * y), [0, 1])
+                          * mp.log(y), [0, 1]))
+    cpu = Iterated().integrate(f, Box.cube(2), rtol=1e-9)
+    check(cpu, exact, 1e-9)
+    for nsplit in (2, 4):
+        acc = Iterated(fused=True, grow_only=True, materialize=False,
+                       nsplit=nsplit).integrate(f, Box.cube(2), rtol=1e-9)
+        check(acc, exact, 1e-9)
 
 
 def test_endpoint_terms_option():

@@ -18,20 +18,21 @@ term: ``2k + 1`` approximations remove ``k`` terms.  Logarithmic factors (``x^α
 the components confluent; the ε-algorithm still accelerates them, more slowly.
 
 This module holds the arithmetic, written for ``jit`` and for a batch of sequences at once
-(one per interval that touches a singular endpoint, per component): :func:`epsilon_limit`
-is DQELG on a window of the last ``H`` approximations, with its safeguards and error
-estimate (the host-side, incremental :class:`extrapolation.WynnEpsilon` is the reference the
-tests compare with).  :mod:`loopint.engines.iterated` keeps the window in each interval that
+(one per interval that touches a singular endpoint, per component): :func:`epsilon_append`
+is DQELG's incremental step (its condensed table of two diagonals, safeguards and error
+estimate; the host-side :class:`extrapolation.WynnEpsilon` is the reference the tests
+compare with).  :mod:`loopint.engines.iterated` keeps the table in each interval that
 touches an endpoint and uses the extrapolated value where its error estimate is the smaller.
 
-Translation invariance: every element of the ε-table moves with a constant added to the
-sequence, so the approximations are stored relative to the newest one, ``E_i = S_i - S_n``;
+Translation invariance: every even-column element of the ε-table moves with a constant added
+to the sequence, so the table is stored relative to the newest approximation ``S_n``;
 the extrapolated limit is then the correction to add to ``S_n``, and no digits are lost to
 the size of the integral over the rest of the range.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 IRREGULAR_JUMP = 1e4
@@ -48,123 +49,116 @@ spread is trusted as the error (``extrapolation.safeguards.ACCELERATION_GAIN``):
 evidence of acceleration (logarithmic convergence) the spread underestimates the error."""
 
 
-def epsilon_limit(terms, n, history, n_history, axis: int = -1):
-    """DQELG on the last ``H`` terms of a batch of sequences.
+def epsilon_append(prev, cur, history, n_history, step, scale):
+    """Append one term to a batch of DQELG condensed ε-tables; the extrapolated limit.
 
-    Args:
-        terms: the approximations, ``H`` of them along ``axis``, newest last, right-aligned:
-            only the last ``n`` entries are valid (the others are ignored).
-        n: int, number of valid terms (``<= H``), broadcasting with ``terms`` less ``axis``.
-        history: the earlier extrapolated results, ``R`` of them along ``axis`` (newest last,
-            right-aligned, the last ``n_history`` valid), on the same origin as ``terms``.
-        n_history: int, like ``n``.
+    The state of a sequence, all on the origin of its newest term (module docstring):
 
-    Returns ``(result, error, usable)``, shaped like ``terms`` less ``axis``:
+    * ``prev``, ``cur``: ``(..., K)`` the even columns ``ε_0, ε_2, …`` of the two newest
+      ascending diagonals (NaN where absent); ``K`` columns hold ``2K - 1`` terms (DQELG's
+      ``limexp``: beyond it the oldest terms, the top of each diagonal, drop out);
+    * ``history``: ``(..., R)`` earlier extrapolated results, newest last, the last
+      ``n_history`` valid (int ``(...)``).
 
-    * ``result``: the element of the newest ascending diagonal with the smallest local
-      spread ``|e2 - e1| + |e1 - e0| + |res - e2|`` (DQELG), or the column that converged to
-      machine precision;
+    ``step`` ``(...)`` is the new term minus the previous newest, ``S_{n+1} - S_n``; ``scale``
+    ``(...)`` the size of the terms themselves (for the machine-precision tests: the state
+    holds differences only).  The new diagonal comes from Wynn's cross rule
+
+        N = C + 1 / (1/(E - C) - 1/(C - W) + 1/(C - S)),
+
+    ``E, C, W`` the column-``2k`` elements of the new, current and previous diagonals and ``S``
+    the previous diagonal's column ``2k - 2`` (Wynn 1966; ``ε_{-2} = ∞``; DQELG's ``res = e1 +
+    1/ss``).  As in DQELG: a column whose three newest elements agree to machine precision
+    has converged (its newest element is the result); differences at machine precision, or
+    a jump of more than ``IRREGULAR_JUMP`` times the size of the data, end the table at that
+    column (it regrows one column per term); the result is the element of the new diagonal
+    with the smallest local spread ``|e2 - e1| + |e1 - e0| + |res - e2|``.
+
+    Returns ``(prev, cur, history, n_history, result, error, usable)``: the new state, the
+    limit (on the new origin) and
+
     * ``error``: ``max(local spread, Σ_i |result - history_i|)`` over the last three earlier
-      results (DQELG's error; the local spread as a floor, as in ``extrapolation.wynn``), at
-      least ``5 eps |result|`` plus the round-off of the terms; infinite with fewer than
-      three earlier results;
-    * ``usable``: the error is supported: at least three terms and three earlier results,
-      finite, and the results agree to ``ACCELERATION_GAIN`` times the last raw step (else
-      their spread is no evidence of convergence).
+      results (DQELG's error, with the local spread as a floor as in
+      ``extrapolation.wynn``), at least ``5 eps |result| + 10 eps scale``; infinite with fewer
+      than three earlier results or terms;
+    * ``usable``: that estimate is supported: three terms and three earlier results, finite,
+      and the results agree to ``ACCELERATION_GAIN`` times the last raw step (else their
+      spread is no evidence of convergence).
     """
-    H = terms.shape[axis]
-    R = history.shape[axis]
-    dt = terms.dtype
+    dt = cur.dtype
     eps = jnp.finfo(dt).eps
-    # Lists of equally shaped arrays: every step below is elementwise, so XLA fuses the
-    # whole table into one pass over the batch.
-    raw = [jnp.take(terms, i, axis=axis) for i in range(H)]
-    t = [jnp.where(n > H - 1 - i, x, jnp.nan) for i, x in enumerate(raw)]
-    scale = jnp.zeros_like(raw[0])
-    for i, x in enumerate(raw):
-        scale = jnp.maximum(scale, jnp.where(n > H - 1 - i, jnp.abs(x), 0))
-    cols = _even_columns(t, scale, eps)
+    K = cur.shape[-1]
+    R = history.shape[-1]
+    step = jnp.asarray(step, dt)
+    scale = jnp.asarray(scale, dt)
+    # The table axis first; one column per iteration of a scan (each iteration's values are
+    # materialized once, where a Python loop lets XLA recompute the chain in every use).
+    p = jnp.moveaxis(prev, -1, 0) - step
+    c = jnp.moveaxis(cur, -1, 0) - step
+    hist = history - step[..., None]
+    p_left = jnp.concatenate([jnp.full_like(p[:1], jnp.nan), p[:-1]], axis=0)  # column 2k-2
 
-    # Scan the newest ascending diagonal (DQELG's loop over the columns 2k).
-    last = H - 1
-    result = t[last]
-    best = jnp.full(result.shape, jnp.inf, dt)
-    alive = jnp.ones(result.shape, bool)
-    exact = jnp.zeros(result.shape, bool)
-    for k in range(len(cols) - 1):
-        c = cols[k]
-        e2, e1, e0 = c[last], c[last - 1], c[last - 2]
-        err2, err3 = jnp.abs(e2 - e1), jnp.abs(e1 - e0)
-        present = jnp.isfinite(e0) & jnp.isfinite(e1) & jnp.isfinite(e2)
-        small2 = err2 <= eps * jnp.maximum(jnp.maximum(jnp.abs(e2), jnp.abs(e1)), scale)
-        small3 = err3 <= eps * jnp.maximum(jnp.maximum(jnp.abs(e1), jnp.abs(e0)), scale)
-        conv = alive & present & small2 & small3
+    def tiny(d, x, y):
+        return jnp.abs(d) <= eps * jnp.maximum(jnp.maximum(jnp.abs(x), jnp.abs(y)), scale)
+
+    def column(carry, xs):
+        e2, result, best, alive, exact, keep = carry
+        k, e0, e1, e3 = xs
+        first = k == 0                              # ε_{-2} = ∞: no S term
+        present = alive & jnp.isfinite(e0) & jnp.isfinite(e1) & jnp.isfinite(e2)
+        present = present & (first | jnp.isfinite(e3))
+        d1, d2, d3 = e1 - e3, e2 - e1, e1 - e0
+        small1 = ~first & tiny(d1, e1, e3)
+        small2, small3 = tiny(d2, e2, e1), tiny(d3, e1, e0)
+        err2, err3 = jnp.abs(d2), jnp.abs(d3)
+        conv = present & small2 & small3
         result = jnp.where(conv, e2, result)
         best = jnp.where(conv, err2 + err3, best)
         exact = exact | conv
-        alive = alive & present & ~conv
-        res = cols[k + 1][last]
-        step = alive & jnp.isfinite(res)
+        inv1 = jnp.where(first | small1, 0, 1 / jnp.where(first | small1, 1, d1))
+        ss = inv1 + 1 / jnp.where(small2, 1, d2) - 1 / jnp.where(small3, 1, d3)
+        irregular = jnp.abs(ss) * jnp.maximum(jnp.abs(e1), scale) * IRREGULAR_JUMP <= 1
+        stop = present & (conv | small1 | small2 | small3 | irregular)
+        keep = jnp.where(stop, k + 1, keep).astype(jnp.int32)
+        ok = present & ~stop
+        res = e1 + 1 / jnp.where(ok, ss, 1)
         local = err2 + jnp.abs(res - e2) + err3
-        better = step & (local <= best)
+        better = ok & (local <= best)
         result = jnp.where(better, res, result)
         best = jnp.where(better, local, best)
-        alive = step
+        res = jnp.where(ok, res, jnp.nan)
+        return (res, result, best, ok, exact, keep), res
+
+    zero = jnp.zeros_like(step)
+    carry = (zero, zero, jnp.full(step.shape, jnp.inf, dt), jnp.ones(step.shape, bool),
+             jnp.zeros(step.shape, bool), jnp.full(step.shape, K, jnp.int32))
+    carry, upper = jax.lax.scan(column, carry,
+                                (jnp.arange(K - 1, dtype=jnp.int32), p[:-1], c[:-1], p_left[:-1]))
+    _, result, best, _, exact, keep = carry
+    new = jnp.concatenate([zero[None], upper], axis=0)                 # (K, ...)
 
     # DQELG's error: the spread of the result and the last three earlier results.
     spread = jnp.zeros_like(result)
     wide = jnp.zeros_like(result)
     for i in range(R):
-        d = jnp.where(n_history > R - 1 - i, jnp.abs(result - jnp.take(history, i, axis=axis)),
-                      0)
+        d = jnp.where(n_history > R - 1 - i, jnp.abs(result - hist[..., i]), 0)
         wide = wide + d
         if i >= R - 3:
             spread = spread + d
-    enough = (n_history >= 3) & (n >= 3)
+    three = jnp.isfinite(p[0]) & jnp.isfinite(c[0])         # at least three terms
+    enough = three & (n_history >= 3)
     error = jnp.where(exact, best, jnp.maximum(best, jnp.where(enough, spread, jnp.inf)))
     error = jnp.maximum(error, 5 * eps * jnp.abs(result) + 10 * eps * scale)
-    raw_step = jnp.abs(raw[last] - raw[last - 1]) if H > 1 else jnp.zeros_like(result)
-    accelerated = exact | (wide <= ACCELERATION_GAIN * raw_step)
+    accelerated = exact | (wide <= ACCELERATION_GAIN * jnp.abs(step))
     usable = enough & jnp.isfinite(result) & jnp.isfinite(error) & accelerated
-    return result, error, usable
 
-
-def _even_columns(t: list, scale, eps) -> list:
-    """Even columns ``ε_0, ε_2, …`` of the ε-table of the terms ``t`` (a list of arrays), each
-    a list indexed by the newest term an element uses (``None`` before the first), by Wynn's
-    cross rule
-
-        N = C + 1 / (1/(E - C) - 1/(C - W) + 1/(C - S)),
-
-    ``N = ε_{2k+2}`` and ``E, C, W = ε_{2k}`` ending at terms ``i, i-1, i-2``, ``S =
-    ε_{2k-2}`` ending at term ``i-2`` (Wynn 1966; ``ε_{-2} = ∞``; DQELG's ``res = e1 + 1/ss``).
-    An element whose differences vanish to machine precision, or that jumps by more than
-    ``IRREGULAR_JUMP`` times the size of the data (DQELG), is NaN, and so is everything
-    built on it: the table ends there.
-    """
-    H = len(t)
-
-    def tiny(d, x, y):
-        return jnp.abs(d) <= eps * jnp.maximum(jnp.maximum(jnp.abs(x), jnp.abs(y)), scale)
-
-    cols = [list(t)]
-    for k in range((H - 1) // 2):
-        cur = cols[-1]
-        new = [None] * H
-        for i in range(2 * k + 2, H):
-            E, C, W = cur[i], cur[i - 1], cur[i - 2]
-            d2, d3 = E - C, C - W
-            tiny2, tiny3 = tiny(d2, E, C), tiny(d3, C, W)
-            if k == 0:
-                inv1, tiny1 = 0.0, False
-            else:
-                S = cols[-2][i - 2]
-                d1 = C - S
-                tiny1 = tiny(d1, C, S)
-                inv1 = 1 / jnp.where(tiny1, 1, d1)
-            ss = inv1 + 1 / jnp.where(tiny2, 1, d2) - 1 / jnp.where(tiny3, 1, d3)
-            irregular = jnp.abs(ss) * jnp.maximum(jnp.abs(C), scale) * IRREGULAR_JUMP <= 1
-            bad = tiny1 | tiny2 | tiny3 | irregular
-            new[i] = jnp.where(bad, jnp.nan, C + 1 / jnp.where(bad, 1, ss))
-        cols.append(new)
-    return cols
+    # The new state: DQELG keeps the results of tables of three terms or more as history;
+    # a table cut at column 2(keep-1) keeps that many columns of the new diagonal and one
+    # fewer of the current one.
+    history = jnp.where(three[..., None],
+                        jnp.concatenate([hist[..., 1:], result[..., None]], axis=-1), hist)
+    n_history = jnp.where(three, jnp.minimum(n_history + 1, R), n_history)
+    cols = jnp.arange(K)
+    prev = jnp.where(cols < keep[..., None] - 1, jnp.moveaxis(c, 0, -1), jnp.nan)
+    cur = jnp.where(cols < keep[..., None], jnp.moveaxis(new, 0, -1), jnp.nan)
+    return prev, cur, history, n_history, result, error, usable

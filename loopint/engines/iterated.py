@@ -95,9 +95,9 @@ the next level singular at its upper end) are handled as in QUADPACK's DQAGS (Pi
 al. 1983): the bisections toward the end form a sequence of approximations whose limit
 Wynn's ε-algorithm finds (:mod:`loopint.engines.endpoint`).  Every interval that touches an
 end of its range (``END_LOWER``/``END_UPPER``; its first or last piece inherits the bit) keeps
-the last ``endpoint_terms`` approximations ``S_i`` of the integral over its ancestor's range
-(``S_{n+1} = S_n + Σ_children raw - raw_parent``, stored relative to ``S_n``) and the
-earlier extrapolated results.  Its value is the extrapolated one, and its quadrature error
+DQELG's condensed ε-table of the approximations ``S_i`` of the integral over its ancestor's
+range (``S_{n+1} = S_n + Σ_children raw - raw_parent``; up to ``endpoint_terms`` of them,
+stored relative to ``S_n``) and the earlier extrapolated results.  Its value is the extrapolated one, and its quadrature error
 DQELG's estimate (the spread of the last results), where that estimate is supported (three
 earlier results, no irregular step, the results agree to 1 % of the last raw step) and
 smaller than the plain Kronrod error; otherwise the plain Kronrod result, so an integrand
@@ -170,7 +170,7 @@ from .base import (CONVERGED, DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, MAX
                    MEMORY_LIMIT, NONFINITE, ROUNDOFF, BoundIntegrand, Box, Engine, StaticCallable, IntegrationResult, Simplex,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
                    status_not_converged)
-from .endpoint import HISTORY, epsilon_limit
+from .endpoint import HISTORY, epsilon_append
 from .rules.gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
 
 log = logging.getLogger(__name__)
@@ -331,7 +331,7 @@ class _Core:
     max_intervals: int
     eta: float
     materialize: bool = True
-    n_terms: int = 0       # H: window of the endpoint extrapolation (0: off)
+    n_cols: int = 0        # K: even columns of the endpoint ε-tables (0: no extrapolation)
 
 
 def _with_args(f: BoundIntegrand, args: tuple, x):
@@ -373,10 +373,10 @@ class _Intervals(NamedTuple):
     # Endpoint extrapolation (module docstring, "Endpoint singularities"):
     end: jax.Array        # (N,) int32: END_LOWER / END_UPPER if the interval touches that end
     raw: jax.Array        # (N, M) the plain Kronrod result (res may be extrapolated)
-    seq: jax.Array        # (N, H, M) the last H approximations S_i - S_n, right-aligned
-    nseq: jax.Array       # (N,) int32 valid entries of seq
-    xres: jax.Array       # (N, R, M) the earlier extrapolated limits, on the same origin
-    nx: jax.Array         # (N,) int32 valid entries of xres
+    dprev: jax.Array      # (N, M, K) DQELG's condensed ε-table: the two newest diagonals,
+    dcur: jax.Array       # (N, M, K)   on the origin S_n (NaN where absent)
+    xres: jax.Array       # (N, M, R) the earlier extrapolated limits, on the same origin
+    nx: jax.Array         # (N, M) int32 valid entries of xres
 
 
 class _Out(NamedTuple):
@@ -575,12 +575,12 @@ def _k_eval(P, a, b, pid, end, start, count, fn: BoundIntegrand, *, core: _Core,
 def _rows(core: _Core, a, b, pid, end, res, qerr, ierr, ok, flags) -> _Intervals:
     """Freshly estimated intervals: plain Kronrod results; an interval that touches an end
     starts its sequence of approximations (one term, ``S_n - S_n = 0``)."""
-    N, M, H = res.shape[0], res.shape[1], core.n_terms
-    z = jnp.zeros((N,), jnp.int32)
-    seq = jnp.zeros((N, H, M), res.dtype)
-    xres = jnp.zeros((N, HISTORY if H else 0, M), res.dtype)
-    nseq = (end != 0).astype(jnp.int32) if H else z
-    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags, end, res, seq, nseq, xres, z)
+    N, M, K = res.shape[0], res.shape[1], core.n_cols
+    dprev = jnp.full((N, M, K), jnp.nan, res.dtype)
+    dcur = dprev.at[:, :, :1].set(0.0) if K else dprev
+    xres = jnp.zeros((N, M, HISTORY if K else 0), res.dtype)
+    nx = jnp.zeros((N, M), jnp.int32)
+    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags, end, res, dprev, dcur, xres, nx)
 
 
 def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b, pid, end,
@@ -835,35 +835,27 @@ def _extend(st: _Intervals, par, new: _Intervals, *, core: _Core) -> _Intervals:
     takes the extrapolated value where its error estimate beats the plain Kronrod error.
 
     The split changed the approximation ``S`` of the integral by ``D = Σ_children raw -
-    raw_parent``; the sequence is kept relative to the newest approximation, so the parent's
-    terms move by ``-D`` and the new one is 0.  The extrapolated limit ``L`` (relative to
-    ``S_n``) makes the piece's own integral ``raw + L``.
+    raw_parent``: the new term of the sequence.  The table is kept on the origin of the
+    newest approximation, so the extrapolated limit ``L`` makes the piece's own integral
+    ``raw + L``.
     """
-    H = core.n_terms
-    if H == 0:
+    if core.n_cols == 0:
         return new
-    S, M = new.raw.shape
+    S = new.raw.shape[0]
     ns = core.nsplit
     family = jnp.arange(S) // ns
     D = (jax.ops.segment_sum(new.raw, family, num_segments=S // ns + 1)[family]
          - st.raw[par])                                                      # (S, M)
     at_end = new.end != 0
-    seq = jnp.concatenate([st.seq[par][:, 1:] - D[:, None], jnp.zeros_like(D)[:, None]], 1)
-    nseq = jnp.minimum(st.nseq[par] + 1, H)
-    xres = st.xres[par] - D[:, None]
-    nx = st.nx[par]
-    lim, err, usable = epsilon_limit(seq, nseq[:, None], xres, nx[:, None], axis=1)
-    # DQELG keeps the results of tables of three terms or more as its history
-    grow = nseq >= 3
-    xres = jnp.where(grow[:, None, None],
-                     jnp.concatenate([xres[:, 1:], lim[:, None]], axis=1), xres)
-    nx = jnp.where(grow, jnp.minimum(nx + 1, xres.shape[1]), nx)
+    # Only intervals at an end use the table; the others pass through unchanged.
+    prev, cur, xres, nx, lim, err, usable = epsilon_append(
+        st.dprev[par], st.dcur[par], st.xres[par], st.nx[par], D, jnp.abs(st.raw[par]))
     use = at_end[:, None] & usable & (err < new.qerr)
-    e3 = at_end[:, None, None]
+    e2, e3 = at_end[:, None], at_end[:, None, None]
     return new._replace(
         res=jnp.where(use, new.raw + lim, new.raw), qerr=jnp.where(use, err, new.qerr),
-        seq=jnp.where(e3, seq, new.seq), nseq=jnp.where(at_end, nseq, new.nseq),
-        xres=jnp.where(e3, xres, new.xres), nx=jnp.where(at_end, nx, new.nx))
+        dprev=jnp.where(e3, prev, new.dprev), dcur=jnp.where(e3, cur, new.dcur),
+        xres=jnp.where(e3, xres, new.xres), nx=jnp.where(e2, nx, new.nx))
 
 
 _k_extend = jax.jit(_extend, static_argnames=("core",))
@@ -1031,7 +1023,7 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
                  n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
                  max_intervals=int(engine.max_intervals), eta=float(engine.split_fraction),
-                 materialize=materialize, n_terms=int(engine.endpoint_terms))
+                 materialize=materialize, n_cols=(int(engine.endpoint_terms) + 1) // 2)
     if engine.inner_factor is None:
         # Even split: each level's own quadrature error gets 1/d of the budget, so level j
         # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
@@ -1191,7 +1183,7 @@ class _Run:
                 ca, cb, cp, ce, par = self.k("children", _k_children, st.a, st.b, st.pid,
                                              st.end, split, nsplit=core.nsplit, size=new_size)
                 new = self._evaluate(j, P, inner_tol, ca, cb, cp, ce, n_new)
-                if core.n_terms:
+                if core.n_cols:
                     new = self.k("extend", _k_extend, st, par, new, core=core)
                 st = self.k("merge", _k_merge, st, keep, new, n_keep, n_new, size=size)
             n_state = n_keep + n_new
@@ -1468,9 +1460,11 @@ class Iterated(Engine):
         fused_min_fraction: see ``grow_only``.
         materialize: write the innermost integrand values to memory before the rule's sums
             (an optimization barrier); default: on a CPU only.
-        endpoint_terms: the window ``H`` of Wynn's ε-algorithm over the bisections toward an
-            end of each 1-D range (QUADPACK QAGS, module docstring "Endpoint
-            singularities"); 0 turns the extrapolation off.
+        endpoint_terms: the most approximations (odd; QUADPACK's ``limexp``) the ε-table of
+            the bisections toward an end of each 1-D range holds (QUADPACK QAGS, module
+            docstring "Endpoint singularities"); each interval at an end carries
+            ``endpoint_terms + 5`` numbers per real component; 0 turns the extrapolation
+            off.
         profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
             in ``info["profile"]``.
 
@@ -1499,7 +1493,7 @@ class Iterated(Engine):
     grow_only: bool | None = None
     fused_min_fraction: int = 16
     materialize: bool | None = None
-    endpoint_terms: int = 10
+    endpoint_terms: int = 9
     profile: bool = False
 
     def integrate(self, f: Callable, domain, *, rtol: float = DEFAULT_RTOL,
