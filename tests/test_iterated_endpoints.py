@@ -172,11 +172,19 @@ def test_smooth_integrands_are_unchanged():
         assert (a.value, a.error, a.evaluations) == (b.value, b.error, b.evaluations)
 
 
-def test_non_integrable_singularity_is_not_converged():
-    """1/x on [0, 1] diverges: the sequence has no limit, and the run must say so."""
-    r = Iterated().integrate(lambda x: 1 / x[:, 0], Box.cube(1), rtol=1e-6)
-    assert not r.converged
+@pytest.mark.parametrize("power", [-1.0, -1.1])
+def test_non_integrable_singularity_is_not_converged(power):
+    """x^-1 and x^-1.1 on [0, 1] diverge: no limit, and the run must say so (for x^-1.1 the
+    ε-algorithm's anti-limit, -10, must not be taken)."""
+    r = Iterated().integrate(lambda x: x[:, 0] ** power, Box.cube(1), rtol=1e-6)
+    assert not r.converged and r.value > 100
     assert base.Status.of(r.status) in (base.Status.ROUNDOFF, base.Status.MEMORY_LIMIT)
+
+
+def test_slowly_convergent_power_is_extrapolated():
+    """x^-0.99: each bisection gains 2^0.01; the extrapolation still finds 100."""
+    r = Iterated().integrate(lambda x: x[:, 0] ** -0.99, Box.cube(1), rtol=1e-8)
+    check(r, 100.0, 1e-8)
 
 
 def test_complex_and_vector_components_each_extrapolated():

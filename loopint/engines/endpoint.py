@@ -82,8 +82,9 @@ def epsilon_append(prev, cur, history, n_history, step, scale):
       ``extrapolation.wynn``), at least ``5 eps |result| + 10 eps scale``; infinite with fewer
       than three earlier results or terms;
     * ``usable``: that estimate is supported: three terms and three earlier results, finite,
-      and the results agree to ``ACCELERATION_GAIN`` times the last raw step (else their
-      spread is no evidence of convergence).
+      the last raw step smaller than the one before (else the sequence may diverge and the
+      ε-algorithm find its anti-limit), and the results agree to ``ACCELERATION_GAIN``
+      times the last raw step (else their spread is no evidence of convergence).
     """
     dt = cur.dtype
     eps = jnp.finfo(dt).eps
@@ -150,7 +151,12 @@ def epsilon_append(prev, cur, history, n_history, step, scale):
     error = jnp.where(exact, best, jnp.maximum(best, jnp.where(enough, spread, jnp.inf)))
     error = jnp.maximum(error, 5 * eps * jnp.abs(result) + 10 * eps * scale)
     accelerated = exact | (wide <= ACCELERATION_GAIN * jnp.abs(step))
-    usable = enough & jnp.isfinite(result) & jnp.isfinite(error) & accelerated
+    # The raw steps must shrink: on a divergent sequence (x^(-1.1): steps growing by 2^0.1)
+    # the ε-algorithm returns the anti-limit, the analytic continuation of the integral
+    # (QUADPACK's DQAGS tests for it after the fact, ier = 5).
+    contracting = jnp.abs(step) < jnp.abs(p[0] - c[0])
+    usable = (enough & jnp.isfinite(result) & jnp.isfinite(error) & accelerated
+              & contracting)
 
     # The new state: DQELG keeps the results of tables of three terms or more as history;
     # a table cut at column 2(keep-1) keeps that many columns of the new diagonal and one
