@@ -94,19 +94,22 @@ and what the outer levels see of them: ``∫_0^{c-x2} x3^(-1/2) dx3 = 2 (c - x2)
 the next level singular at its upper end) are handled as in QUADPACK's DQAGS (Piessens et
 al. 1983): the bisections toward the end form a sequence of approximations whose limit
 Wynn's ε-algorithm finds (:mod:`loopint.engines.endpoint`).  Every interval that touches an
-end of its range (``END_LOWER``/``END_UPPER``; its first or last piece inherits the bit) keeps
-DQELG's condensed ε-table of the approximations ``S_i`` of the integral over its ancestor's
-range (``S_{n+1} = S_n + Σ_children raw - raw_parent``; up to ``endpoint_terms`` of them,
-stored relative to ``S_n``) and the earlier extrapolated results.  Its value is the extrapolated one, and its quadrature error
-DQELG's estimate (the spread of the last results), where that estimate is supported (three
-earlier results, no irregular step, the results agree to 1 % of the last raw step) and
-smaller than the plain Kronrod error; otherwise the plain Kronrod result, so an integrand
-whose end intervals are bisected fewer than five times (smooth ones) gets the same numbers
-as plain bisection.  If the sequence does not settle (a non-integrable singularity,
-round-off), the interval keeps being bisected until it is too short and the run stops with
-the round-off status (QUADPACK's ``ier = 2, 4, 5``).  The propagated inner error of such an
-interval is its own; the inner errors of the pieces cut off earlier enter its sequence as
-noise, which the spread of the extrapolated results measures.
+end of its range (``END_LOWER``/``END_UPPER``; its first or last piece inherits the bit)
+keeps DQELG's condensed ε-table of the approximations ``S_i`` of the integral over its
+ancestor's range (``S_{n+1} = S_n + Σ_children raw - raw_parent``; up to ``endpoint_terms``
+of them, stored relative to ``S_n``) and the earlier extrapolated results.  Its value is the
+extrapolated one, and its quadrature error DQELG's estimate (the spread of the last
+results), where that estimate is supported (three earlier results, the raw steps shrinking,
+no irregular step, the results agreeing to 1 % of the last raw step) and smaller than the
+plain Kronrod error; otherwise the plain Kronrod result, so an integrand whose end
+intervals are bisected fewer than five times (smooth ones) gets the same numbers as plain
+bisection.  If the sequence does not settle (a non-integrable singularity, round-off), the
+interval keeps being bisected until it is too short or ``max_intervals`` is reached, and
+the run stops with the round-off or memory status (QUADPACK's ``ier = 1, 2, 4, 5``).  The
+propagated inner error of such an interval is its own; the inner errors of the pieces cut
+off earlier enter its sequence as noise, which the spread of the extrapolated results
+measures.  A singularity at an upper end ``b != 0`` is seen through ``b - x``, which has
+only the absolute precision of ``x``: tight tolerances there can end in round-off.
 
 An interval whose error sits at QUADPACK's round-off floor ``50 ε resabs`` or that is too short
 to bisect is not split again; a prefix whose remaining error lies in such intervals, or in its
@@ -1139,9 +1142,9 @@ class _Run:
         innermost = j == plan.ndim - 1
         rule = plan.rules[j]
         self.calls[j] += 1
-        a, b, pid, end, inner_tol = self.k("init", _k_init, P, A if base is None else base, count,
-                                      self.rho[j], limits=plan.limits, level=j, n0=self.n0[j],
-                                      dtype=core.dtype)
+        a, b, pid, end, inner_tol = self.k(
+            "init", _k_init, P, A if base is None else base, count, self.rho[j],
+            limits=plan.limits, level=j, n0=self.n0[j], dtype=core.dtype)
         n_state = count * self.n0[j]
         st = self._evaluate(j, P, inner_tol, a, b, pid, end, n_state)
         out, active = _k_fresh_out(st, count, rows=B)
@@ -1462,9 +1465,9 @@ class Iterated(Engine):
             (an optimization barrier); default: on a CPU only.
         endpoint_terms: the most approximations (odd; QUADPACK's ``limexp``) the ε-table of
             the bisections toward an end of each 1-D range holds (QUADPACK QAGS, module
-            docstring "Endpoint singularities"); each interval at an end carries
-            ``endpoint_terms + 5`` numbers per real component; 0 turns the extrapolation
-            off.
+            docstring "Endpoint singularities"); every interval carries about
+            ``endpoint_terms + 7`` more numbers per real component; 0 turns the
+            extrapolation off (plain bisection).
         profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
             in ``info["profile"]``.
 
