@@ -5,8 +5,9 @@ geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongs
 ``files`` (every bundled diagram file with the defaults, cold process and warm) and
 ``physical`` (physical points against independent references, each in two unit systems),
 ``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec),
-``derivatives`` (derivatives by the kinematics against the value alone) and ``amplitude`` (a
-weighted sum of integrals with a shared error budget against each integral at the tolerance).
+``derivatives`` (derivatives by the kinematics against the value alone), ``amplitude`` (a
+weighted sum of integrals with a shared error budget against each integral at the tolerance)
+and ``scans`` (points per second of batched scans across thresholds).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -35,8 +36,10 @@ SUITES["physical"] = [("loopint.bench.physical_cases", "all")]
 SUITES["dimreg"] = [("loopint.bench.dimreg_cases", "all")]
 SUITES["derivatives"] = [("loopint.bench.derivative_cases", "all")]
 SUITES["amplitude"] = [("loopint.bench.amplitude_case", "all")]
+SUITES["scans"] = [("loopint.bench.scan_cases", "all")]
 SUITES["all"] = (SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
-                 + SUITES["dimreg"] + SUITES["derivatives"] + SUITES["amplitude"])
+                 + SUITES["dimreg"] + SUITES["derivatives"] + SUITES["amplitude"]
+                 + SUITES["scans"])
 
 COLUMNS = ("case", "method", "value", "error", "true_error", "evaluations", "seconds",
            "compile_seconds", "evals_per_s", "device")
