@@ -286,11 +286,6 @@ def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
     if s.precision != "float64":
         opts["precision"] = s.precision
     if method == "iterated":
-        # the lowered integrands are bounded at the boundary (integrable singularities are
-        # subtracted in the decomposed sectors, domain_for), so the engine's endpoint
-        # extrapolation has nothing to accelerate; its bookkeeping would double the work of
-        # every nested step on a GPU
-        opts["endpoint_terms"] = 0
         if regulated:
             opts["inner_tolerance"] = "absolute"
             opts["rules"] = "gk21"

@@ -73,11 +73,9 @@ def _cases(quick: bool):
         out.append((name, c.f, c.ndim, "cube", c.exact, 1e-8, kw))
     out.append(_pentagon_case())
     refs = np.array([c0_reference(d) for d in C0_DELTAS])
-    # the two Feynman integrands run as loopint.compute runs them: bounded at the boundary,
-    # without the endpoint extrapolation (loopint.plan.make_engine)
     out.append((f"C0 s=10m² regulated, {len(C0_DELTAS)} δ in [{C0_DELTAS[-1]:.3g}, 0.1]",
                 c0_integrand, 2, "simplex", refs, 1e-8,
-                {"args": (jnp.asarray(C0_DELTAS),), "endpoint_terms": 0}))
+                {"args": (jnp.asarray(C0_DELTAS),)}))
     return out
 
 
@@ -92,7 +90,7 @@ def _pentagon_case():
     deltas = float(np.max(delta_scale(ig, kin))) * 1.2 ** -np.arange(12, 16)
     f = ig.bind(kin, deltas)
     return (f"pentagon, 4 δ in [{deltas[-1]:.3g}, {deltas[0]:.3g}]", f, ig.ndim, "simplex", None,
-            5e-7, {"endpoint_terms": 0})
+            5e-7, {})
 
 
 def run(quick: bool = False, only: str | None = None) -> list[dict]:
