@@ -28,4 +28,5 @@ from .region import Region  # noqa: E402
 from .result import Result  # noqa: E402
 
 __all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
-           "Result", "Settings", "SpecError", "compute", "integrate", "load", "__version__"]
+           "Result", "Settings", "SpecError", "amplitude", "compute", "integrate", "load",
+           "__version__"]

@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import math
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -78,7 +77,7 @@ from . import __version__
 from .diagram import Diagram
 from .errors import SpecError
 from .io import jsonable
-from .problem import MAX_FILE_BYTES, Problem, check_kinematics, load, validate_settings
+from .problem import Problem, check_kinematics, load, read_toml, validate_settings
 from .result import Result, device_name, scale_error
 from .spec.expr import ExpressionError, is_identifier, parse_expression
 
@@ -300,23 +299,6 @@ def amplitude_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Ampl
     base = Path(path).parent if path else None
     return build(pairs, doc.get("kinematics", {}), name=name, where=path or "", keys=keys,
                  base=base, **integ)
-
-
-def read_toml(path: str | Path) -> dict:
-    """A TOML file parsed, with the errors of :func:`loopint.load` (size, UTF-8, syntax)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise SpecError(f"{p}: cannot read file ({e.strerror})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise SpecError(f"{p}: file larger than {MAX_FILE_BYTES} bytes")
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SpecError(f"{p}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{p}: malformed TOML: {e}") from None
 
 
 def load_amplitude(path: str | Path) -> Amplitude:

@@ -46,7 +46,6 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-import sympy
 
 from .engines.base import StaticCallable
 from .errors import SpecError

@@ -473,8 +473,9 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
 MAX_FILE_BYTES = 1_000_000
 
 
-def load(path: str | Path) -> Problem:
-    """Read and validate a diagram file (the format: README, 'A diagram file')."""
+def read_toml(path: str | Path) -> dict:
+    """A TOML file parsed, every failure (unreadable, too large, not UTF-8, malformed) a
+    :class:`SpecError` naming the file."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -483,9 +484,13 @@ def load(path: str | Path) -> Problem:
     if len(raw) > MAX_FILE_BYTES:
         raise SpecError(f"{p}: file larger than {MAX_FILE_BYTES} bytes")
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise SpecError(f"{p}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise SpecError(f"{p}: malformed TOML: {e}") from None
-    return problem_from_dict(doc, str(p))
+
+
+def load(path: str | Path) -> Problem:
+    """Read and validate a diagram file (the format: README, 'A diagram file')."""
+    return problem_from_dict(read_toml(path), str(Path(path)))
