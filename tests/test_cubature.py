@@ -278,14 +278,14 @@ def test_a_grown_buffer_finds_its_steps_compiled_ahead():
     from loopint.engines import regions
 
     box = base.Box.cube(3)
-    first = Cubature().integrate(Partial(_peak, jnp.float64(1e-3)), box, rtol=1e-8,
-                                 max_evals=2 * 10**6)
+    first = Cubature(compile_ahead=True).integrate(Partial(_peak, jnp.float64(1e-3)), box,
+                                                   rtol=1e-8, max_evals=2 * 10**6)
     assert first.info["capacity"] == regions.COMPILE_AHEAD_FROM
     regions.AHEAD.join()
     seen, listener = _main_thread_compiles()
     try:
-        second = Cubature().integrate(Partial(_peak, jnp.float64(1e-4)), box, rtol=1e-9,
-                                      max_evals=6 * 10**6)
+        second = Cubature(compile_ahead=True).integrate(Partial(_peak, jnp.float64(1e-4)),
+                                                        box, rtol=1e-9, max_evals=6 * 10**6)
     finally:
         unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
         if unregister is not None:

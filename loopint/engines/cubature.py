@@ -135,6 +135,10 @@ class Cubature(base.Engine):
         compile_ahead: once the buffer holds
             :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows, compile the next
             buffer size's steps in a background thread (:data:`~loopint.engines.regions.AHEAD`).
+            None (default): on a GPU, where the compilation overlaps the device's work; not
+            on a CPU, where it competes for the same cores, and where XLA aborted the process
+            when a background compilation ran while the main thread read the persistent
+            compilation cache.
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
@@ -154,7 +158,7 @@ class Cubature(base.Engine):
     error_estimate: str = "local"
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
-    compile_ahead: bool = True
+    compile_ahead: bool | None = None
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
@@ -372,7 +376,10 @@ class _Run:
         sweeps of this size and the next (:func:`_compile_sweep`) compiled in the
         background."""
         cap = self.progress.capacity
-        if not self.engine.compile_ahead or cap < regions.COMPILE_AHEAD_FROM:
+        enabled = self.engine.compile_ahead
+        if enabled is None:
+            enabled = jax.default_backend() != "cpu"
+        if not enabled or cap < regions.COMPILE_AHEAD_FROM:
             return
         new = self.problem.capacity(cap * regions.CAPACITY_STEP)
         sizes = (cap, new) if new > cap else (cap,)
