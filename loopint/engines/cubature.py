@@ -136,9 +136,7 @@ class Cubature(base.Engine):
             :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows, compile the next
             buffer size's steps in a background thread (:data:`~loopint.engines.regions.AHEAD`).
             None (default): on a GPU, where the compilation overlaps the device's work; not
-            on a CPU, where it competes for the same cores, and where XLA aborted the process
-            when a background compilation ran while the main thread read the persistent
-            compilation cache.
+            on a CPU, where it competes with the computation for the same cores.
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
