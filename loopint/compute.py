@@ -27,7 +27,7 @@ import numpy as np
 
 from . import delta_sequence
 from .contour import combine_physical, contour_points
-from .derivatives import Derivative, request, split
+from .derivatives import Derivative, blocks, request, split
 from .diagram import Diagram
 from .errors import DiagramError
 from .io import jsonable
@@ -143,7 +143,7 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     s = plan.settings
     K = plan.kin.shape[0]
     req = plan.derivatives if plan.refused is None else plan.refused[0]
-    pts = _Points(K, 1 if req is None else req.blocks)
+    pts = _Points(K, blocks(req))
     info: dict = {}
     direct = [k for k in range(K) if plan.regions[k].kind != "physical"]
     physical = [k for k in range(K) if plan.regions[k].kind == "physical"]
@@ -262,7 +262,7 @@ def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_sta
     statuses, methods, parts = [], set(), []
     evaluations = 0
     req = request(s.derivatives, s.derivative_order, problem.diagram.kinematic_symbols)
-    dpts = _Points(K, 1 if req is None else req.blocks)
+    dpts = _Points(K, blocks(req))
     for _, _, idx in groups:
         kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
         r = compute(Problem(problem.diagram, kin, s, problem.reference, problem.path),

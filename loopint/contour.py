@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import sympy
 
-from .derivatives import split
+from .derivatives import blocks, split, with_derivatives
 from .engines.base import Status
 from .lower import Integrand, PolySet, kronecker_points, power_complex, power_real
 from .result import scale_error
@@ -106,17 +106,15 @@ class ContourIntegrand(Integrand):
         t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
         worst = float(self._pilot_max_v(kin, t))
         lam0 = 1.0 / worst if worst > 0 else 1.0
-        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-        stats = []
-        for c in factors:
+        ok, var = [], []
+        for c in LAMBDA_FACTORS:
             vals = np.asarray(self._deformed_jit(kin, c * lam0, t))[:, 0]
-            ok = bool(np.all(np.isfinite(vals)))
-            stats.append((ok, float(np.var(vals.real) + np.var(vals.imag)) if ok else np.inf))
-        eligible = [(stats[i][1], factors[i]) for i in range(len(factors) - 1)
-                    if stats[i][0] and stats[i + 1][0]]
-        if eligible:
-            return float(min(eligible)[1] * lam0)
-        lam = factors[0] * lam0
+            ok.append(bool(np.all(np.isfinite(vals))))
+            var.append(float(np.var(vals.real) + np.var(vals.imag)) if ok[-1] else np.inf)
+        best = _best_factor(ok, var)
+        if best is not None:
+            return float(best * lam0)
+        lam = LAMBDA_FACTORS[0] * lam0
         for _ in range(30):
             lam *= 0.5
             if bool(np.all(np.isfinite(np.asarray(self._deformed_jit(kin, lam, t))))):
@@ -131,9 +129,8 @@ class ContourIntegrand(Integrand):
         t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
         worst = np.asarray(jax.vmap(lambda k: self._pilot_max_v(k[None, :], t))(kin))
         lam0 = np.where(worst > 0, 1.0 / np.where(worst > 0, worst, 1.0), 1.0)
-        factors = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
         ok, var = [], []
-        for c in factors:
+        for c in LAMBDA_FACTORS:
             vals = np.asarray(self._deformed_points_jit(kin, jnp.asarray(c * lam0), t))
             ok.append(np.all(np.isfinite(vals), axis=0))
             v = np.var(vals.real, axis=0) + np.var(vals.imag, axis=0)
@@ -141,10 +138,9 @@ class ContourIntegrand(Integrand):
         ok, var = np.array(ok), np.array(var)                          # [factors, K]
         lam = np.empty(kin.shape[0])
         for k in range(kin.shape[0]):
-            eligible = [(var[i, k], factors[i]) for i in range(len(factors) - 1)
-                        if ok[i, k] and ok[i + 1, k]]
-            if eligible:
-                lam[k] = min(eligible)[1] * lam0[k]
+            best = _best_factor(ok[:, k], var[:, k])
+            if best is not None:
+                lam[k] = best * lam0[k]
             else:       # none eligible: halved below the smallest candidate until valid
                 lam[k] = self.deformation_lambda(np.asarray(kin[k:k + 1]), n)
         return lam
@@ -238,6 +234,18 @@ class ContourIntegrand(Integrand):
         return total[:, None]
 
 
+# Candidate deformation strengths, in units of 1 / max |dV/dx_k| over the pilot points.
+LAMBDA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+def _best_factor(ok, var) -> float | None:
+    """Of :data:`LAMBDA_FACTORS`, the eligible one (valid, and the next larger valid too) with
+    the smallest pilot variance; None when none is eligible."""
+    eligible = [(var[i], LAMBDA_FACTORS[i]) for i in range(len(LAMBDA_FACTORS) - 1)
+                if ok[i] and ok[i + 1]]
+    return min(eligible)[1] if eligible else None
+
+
 def det_identity_minus_i(A, lam):
     """det(I - i lam A) for a batch of real N x N matrices given as nested lists of [n] arrays.
 
@@ -285,7 +293,7 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
     (value and derivatives) meet the tolerance; the others (a sign violation, a harder point
     near a threshold) get a run of their own, so no point holds the batch back."""
     P = kin.shape[0]
-    B = 1 if derivatives is None else derivatives.blocks
+    B = blocks(derivatives)
     acc = _ContourPoints(P, B, prefactor)
     acc.one(stage, kin, 0, contour_lambda, derivatives)
     todo = list(range(1, P))
@@ -338,9 +346,7 @@ class _ContourPoints:
         point = kin[i:i + 1]
         lam = ig.deformation_lambda(point) if contour_lambda == "auto" else float(contour_lambda)
         for _ in range(CONTOUR_RETRIES + 1):
-            f, w = ig.bind_deformed(point, lam), None
-            if derivatives is not None:
-                f, w = derivatives.bind(f)
+            f, w = with_derivatives(derivatives, ig.bind_deformed(point, lam))
             r = stage.integrate(f)
             self.evaluations += r.evaluations
             self.cost[i] += r.evaluations
@@ -368,9 +374,7 @@ class _ContourPoints:
             lam = ig.deformation_lambdas(pts, BATCH_PILOT)
         else:
             lam = np.full(K, float(contour_lambda))
-        f, w = ig.bind_deformed(pts, lam), None
-        if derivatives is not None:
-            f, w = derivatives.bind(f)
+        f, w = with_derivatives(derivatives, ig.bind_deformed(pts, lam))
         r = dataclasses.replace(stage, max_evals=min(stage.max_evals, budget)).integrate(f)
         self.evaluations += r.evaluations
         v, e = split(r.value, self.B, K), split(r.error, self.B, K)       # as integrated

@@ -32,7 +32,7 @@ import numpy as np
 
 from extrapolation import extrapolate
 
-from .derivatives import split
+from .derivatives import blocks, split
 from .engines.base import Status
 from .errors import SpecError
 from .io import complex_array, jsonable, write_json_atomic
@@ -219,12 +219,12 @@ def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations
     """The sequence's result per point: converged when the extrapolation of its value and of
     every derivative (a :class:`loopint.derivatives.Request`) converged and every term may
     enter it (:func:`term_usable`)."""
-    blocks = 1 if derivatives is None else derivatives.blocks
-    P = len(ext["value"]) // blocks
+    B = blocks(derivatives)
+    P = len(ext["value"]) // B
     n = len(rows)
     bad = [r_["engine_status"] for r_ in rows if not term_usable(r_["engine_status"], method)]
     engine_ok = not bad
-    each = np.asarray(ext["converged"]).reshape(blocks, P)
+    each = np.asarray(ext["converged"]).reshape(B, P)
     conv = np.all(each, axis=0) & engine_ok
     status = ["extrapolation not converged"] * P
     for i in range(P):
@@ -237,9 +237,9 @@ def _outcome(ext: dict, rows: list, method: str, prefactor: complex, evaluations
             what = "" if b == 0 else f" of the derivative {derivatives.labels[b - 1]}"
             status[i] = (f"extrapolation{what} not converged after {n} delta terms "
                          f"({ext['status'][b * P + i]})")
-    value = (np.asarray(ext["value"]) * prefactor).reshape(blocks, P)
-    error = scale_error(np.asarray(ext["error"]), prefactor).reshape(blocks, P)
-    derivatives = {} if blocks == 1 else {"derivatives": value[1:],
+    value = (np.asarray(ext["value"]) * prefactor).reshape(B, P)
+    error = scale_error(np.asarray(ext["error"]), prefactor).reshape(B, P)
+    derivatives = {} if B == 1 else {"derivatives": value[1:],
                                           "derivative_errors": error[1:]}
     return {"value": value[0], "error": error[0], **derivatives,
             "converged": conv, "status": status, "evaluations": evaluations,

@@ -101,7 +101,7 @@ class Differentiated:
         if self.order == 1:
             value, first = jax.vmap(lambda t: jax.jvp(g, (kin,), (t,)),
                                     out_axes=(None, 0))(self._tangents(kin, range(m)))
-            blocks = [first[i] for i in range(m)]
+            parts = [first[i] for i in range(m)]
         else:
             def nested(ti, tj):
                 return jax.jvp(lambda k: jax.jvp(g, (k,), (ti,)), (kin,), (tj,))
@@ -109,12 +109,12 @@ class Differentiated:
             ti = self._tangents(kin, [i for i, _ in self.pairs])
             tj = self._tangents(kin, [j for _, j in self.pairs])
             (value, d_i), (_, d_ij) = jax.vmap(nested, out_axes=((None, 0), (0, 0)))(ti, tj)
-            blocks = [d_i[self.pairs.index((i, i))] for i in range(m)]
-            blocks += [d_ij[p] for p in range(len(self.pairs))]
+            parts = [d_i[self.pairs.index((i, i))] for i in range(m)]
+            parts += [d_ij[p] for p in range(len(self.pairs))]
         per_point = value.shape[1] // kin.shape[0]
         return jnp.concatenate(
             [value] + [blk * jnp.repeat(weights[b + 1], per_point).astype(blk.dtype)
-                       for b, blk in enumerate(blocks)], axis=1)
+                       for b, blk in enumerate(parts)], axis=1)
 
 
 _WRAPPERS: dict = {}
@@ -168,6 +168,16 @@ class Request:
         return jax.tree_util.Partial(wrapper, jnp.asarray(w, f.args[0].dtype), *f.args,
                                      **f.keywords), w
 
+
+
+def blocks(req: Request | None) -> int:
+    """Quantities per kinematic point: the value and the derivatives of ``req``."""
+    return 1 if req is None else req.blocks
+
+
+def with_derivatives(req: Request | None, f) -> tuple:
+    """:meth:`Request.bind` of the bound integrand ``f``; ``(f, None)`` without a request."""
+    return (f, None) if req is None else req.bind(f)
 
 
 def split(a, blocks: int, K: int, weights: np.ndarray | None = None) -> np.ndarray:

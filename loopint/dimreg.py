@@ -61,7 +61,7 @@ import sympy
 from . import engines
 from . import precision as _precision
 from .contour import CROSS_CHECK_SIGMAS, det_identity_minus_i
-from .derivatives import Derivative, request, split, supports_for
+from .derivatives import Derivative, blocks, request, split, supports_for, with_derivatives
 from .diagram import EPS, Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
@@ -567,14 +567,13 @@ def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None
     the integrand's pilot sample if the caller has it; ``req``: the derivatives to integrate
     with it (:mod:`loopint.derivatives`): the values and errors are ``[blocks, K, M]``
     (``[1, K, M]`` without derivatives)."""
-    f, w = si.bind(kin, mode, lam), None
+    f, w = with_derivatives(req, si.bind(kin, mode, lam))
     if req is not None:
-        f, w = req.bind(f)
         pilot = None
     if pilot is None:
         pilot = _pilot(si, f)
     K = kin.shape[0]
-    B = 1 if req is None else req.blocks
+    B = blocks(req)
     # per point the largest coefficient of the value and of its (weighted) derivatives
     mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(B, K, si.M)
     scale = float(np.min(mean.max(axis=(0, 2))))
@@ -649,7 +648,7 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
             f"eps^{first} (give eps_order >= {first})", "eps_order")
     _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
     K = kin.shape[0]
-    B = 1 if req is None else req.blocks
+    B = blocks(req)
     regions = [classify_coefficients(si.F_exponents, c) for c in si.F_coefficients(kin)]
     bare = np.zeros((B, K, si.M), complex)
     berr = np.zeros((B, K, si.M), complex)
@@ -718,7 +717,7 @@ def compute_series(problem, s, progress, t_start: float):
     kin = probe.kinematics_array(problem.kinematics)
     K = kin.shape[0]
     req = request(s.derivatives, s.derivative_order, probe.symbols)
-    B = 1 if req is None else req.blocks
+    B = blocks(req)
     parts = []
     for keep_U, keep_F, idx in support_groups(probe, kin):
         keep_U, keep_F, why = supports_for(probe, keep_U, keep_F, kin[idx], req, point_text)

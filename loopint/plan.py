@@ -30,7 +30,7 @@ import numpy as np
 import sympy
 
 from . import engines
-from .derivatives import Request, request, supports_for
+from .derivatives import Request, blocks, request, supports_for, with_derivatives
 from .diagram import Diagram, is_scaleless
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import Box, Engine, IntegrationResult, Simplex
@@ -417,13 +417,13 @@ class RunPlan:
     def blocks(self) -> int:
         """Quantities per kinematic point: the value and its derivatives
         (:mod:`loopint.derivatives`)."""
-        return 1 if self.derivatives is None else self.derivatives.blocks
+        return blocks(self.derivatives)
 
     def bind(self, f):
         """The bound integrand ``f`` with the requested derivatives appended, and their
         weights (:meth:`loopint.derivatives.Request.bind`); ``(f, None)`` when none are asked
         for."""
-        return (f, None) if self.derivatives is None else self.derivatives.bind(f)
+        return with_derivatives(self.derivatives, f)
 
     @property
     def bare_atol(self) -> float:
