@@ -8,6 +8,7 @@
     p = loopint.load("diagrams/triangle_above_threshold.toml"); loopint.compute(p)
     loopint.integrate(f, ndim=6, method="qmc", rtol=1e-8)   # generic engine
     loopint.amplitude([("s*t/2", "box.toml"), ("-t", "triangle.toml")], {"s": -5, ...})
+    loopint.init_distributed()          # one process per host: scans shared out over them
 
 Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).
 """
@@ -23,10 +24,11 @@ from .engines.base import IntegrationResult  # noqa: E402
 from .errors import DiagramError, SpecError  # noqa: E402
 from .integrate import integrate  # noqa: E402
 from .lower import Integrand  # noqa: E402
+from .parallel import init_distributed  # noqa: E402
 from .problem import Problem, Settings, load  # noqa: E402
 from .region import Region  # noqa: E402
 from .result import Result  # noqa: E402
 
 __all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
-           "Result", "Settings", "SpecError", "amplitude", "compute", "integrate", "load",
+           "Result", "Settings", "SpecError", "amplitude", "compute", "init_distributed", "integrate", "load",
            "__version__"]

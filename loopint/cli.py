@@ -11,6 +11,7 @@ Exit status: 0 converged, 1 computed but not converged, 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import logging
@@ -64,7 +65,22 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="2: also the second derivatives of every pair of --derivative symbols")
     g.add_argument("--seed", type=int, help="random seed of the mc/qmc engines")
     g.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
+    g.add_argument("--devices", metavar="all|N",
+                   help="local devices to use (default all): a scan's points are shared out "
+                        "over them, and each engine run shards its evaluations")
     g.add_argument("--quiet", action="store_true", help="no progress display")
+    d = p.add_argument_group("several hosts (jax.distributed)")
+    d.add_argument("--distributed", action="store_true",
+                   help="join a multi-process run (one process per host, e.g. under srun): the "
+                        "points of a scan are shared out over the processes; process 0 prints "
+                        "and writes the outputs")
+    d.add_argument("--coordinator", metavar="HOST:PORT",
+                   help="with --distributed: process 0's address (default: from the cluster "
+                        "environment, e.g. Slurm)")
+    d.add_argument("--num-processes", type=int, dest="num_processes",
+                   help="with --distributed: number of processes (default: from the cluster)")
+    d.add_argument("--process-id", type=int, dest="process_id",
+                   help="with --distributed: this process's index (default: from the cluster)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,6 +148,8 @@ def _overrides(a) -> dict:
         kw["max_evals"] = int(a.max_evals)
     if getattr(a, "delta", None) is not None:
         kw["delta"] = a.delta if a.delta == "auto" else _float(a.delta, "--delta")
+    if getattr(a, "devices", None) is not None:
+        kw["devices"] = a.devices if a.devices == "all" else _float(a.devices, "--devices")
     return kw
 
 
@@ -426,7 +444,7 @@ def _compute(a, p, **kw):
             raise
         raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
     except SpecError as e:
-        if str(e).startswith(("kinematics", "derivatives")):
+        if str(e).startswith(("kinematics", "derivatives", "devices")):
             raise SpecError(f"{a.file}: {e}") from None
         raise
 
@@ -441,7 +459,11 @@ def cmd_compute(a) -> int:
     p = load(a.file)
     if a.resume and not a.json:
         raise _UsageError("--resume needs --json OUT (the checkpoint is OUT.partial)")
-    checkpoint = f"{a.json}.partial" if a.json else None
+    if a.resume and a.distributed:
+        raise _UsageError("--resume cannot be used with --distributed")
+    # one writer of the checkpoint, and the same decisions on every process of a
+    # distributed run: no checkpoint there
+    checkpoint = f"{a.json}.partial" if a.json and not a.distributed else None
     r = _compute(a, p, checkpoint=checkpoint, resume=a.resume)
     _print_result(r, p.reference)
     if a.json:
@@ -584,6 +606,31 @@ def main(argv=None) -> int:
     if problem:
         print(f"loopint: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if getattr(a, "distributed", False):
+        return _distributed(a)
+    given = [o for o in ("coordinator", "num_processes", "process_id")
+             if getattr(a, o, None) is not None]
+    if given:
+        print(f"loopint: error: --{given[0].replace('_', '-')} needs --distributed",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return _dispatch(a)
+
+
+def _distributed(a) -> int:
+    """``--distributed``: join the processes, run the command on every one; only process 0
+    prints and writes the outputs (the others' stdout goes to /dev/null)."""
+    from .parallel import init_distributed
+    index, count = init_distributed(a.coordinator, a.num_processes, a.process_id)
+    if index == 0:
+        return _dispatch(a)
+    a.json = a.csv = a.plot = None
+    a.quiet = True
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        return _dispatch(a)
+
+
+def _dispatch(a) -> int:
     from .diagram import DiagramError
     from .errors import SpecError
     try:

@@ -16,6 +16,10 @@ Multi-loop diagrams (U vanishes on the boundary of the simplex, at the subloops)
 integrated over the decomposed sectors (:mod:`loopint.sectors`), where the integrand is
 bounded; their delta sequence by Genz-Malik cubature (:func:`loopint.plan.method_for`).
 Regulated diagrams (D or powers with eps) go to :mod:`loopint.dimreg`.
+
+The points of a scan are shared out over the processes of a :mod:`jax.distributed` run and
+over the local devices (``devices``) first (:mod:`loopint.parallel`); each share is computed
+as above, and the shares' results are put back in the points' order.
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import delta_sequence
+from . import delta_sequence, parallel
 from .contour import combine_physical, contour_points
 from .derivatives import Derivative, blocks, request, split
 from .diagram import Diagram
 from .errors import DiagramError
 from .io import jsonable
-from .plan import RunPlan, integrand, support_groups, verdict
+from .plan import RunPlan, integrand, point_regions, support_groups, verdict
 from .problem import Problem, Settings, check_kinematics, validate_settings
 from .result import Result, device_name, scale_error
 
@@ -64,6 +68,20 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     """
     t_start = time.perf_counter()
     problem, s = _normalized(target, kinematics, settings, overrides)
+    n_points = _n_points(problem)
+    devices = parallel.local_devices(s.devices)     # also checks the setting here
+    if n_points > 1 and not problem.diagram.regulated and checkpoint is None:
+        import jax
+        if jax.process_count() > 1:
+            return _compute_processes(problem, s, progress, t_start)
+        if len(devices) > 1:
+            return _compute_devices(problem, s, progress, t_start)
+    return _compute_here(problem, s, progress, checkpoint, resume, t_start)
+
+
+def _compute_here(problem: Problem, s: Settings, progress, checkpoint, resume,
+                  t_start: float) -> Result:
+    """:func:`compute` on the devices of this process, one plan per support group."""
     if problem.diagram.regulated:
         from .dimreg import compute_series
         return compute_series(problem, s, progress, t_start)
@@ -251,36 +269,124 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
     return info, d_out
 
 
+def _n_points(problem: Problem) -> int:
+    """Kinematic points of a problem (1 without arrays)."""
+    sizes = [np.size(v) for v in problem.kinematics.values() if np.ndim(v)]
+    return max(sizes, default=1)
+
+
+def _subproblem(problem: Problem, idx, s: Settings) -> Problem:
+    """The problem at the points ``idx`` of a batch."""
+    kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
+    return Problem(problem.diagram, kin, s, problem.reference, problem.path)
+
+
 def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_start) -> Result:
     """A batch whose points differ in which coefficients of U and F vanish (e.g. a scan
     through a zero mass): each group of points computed on its own, results in order."""
-    K = sum(len(g[2]) for g in groups)
+    parts = [(idx, _outcome(_compute_here(_subproblem(problem, idx, s), s, progress, None,
+                                          False, time.perf_counter())))
+             for _, _, idx in groups]
+    return _assembled(problem, s, parts, "groups", t_start)
+
+
+def _compute_devices(problem: Problem, s: Settings, progress, t_start) -> Result:
+    """A batch shared out over the local devices (:func:`loopint.parallel.split_by_cost`),
+    one thread per device, each engine pinned to its device; results in order."""
+    import concurrent.futures
+    import jax
+    devices = parallel.local_devices(s.devices)
+    shares = _shares(problem, s, len(devices))
+    one = s.updated(devices=1)
+
+    def share(j: int) -> dict:
+        with jax.default_device(devices[j]):
+            sub = _subproblem(problem, shares[j], one)
+            out = _outcome(_compute_here(sub, one, progress, None, False, time.perf_counter()))
+        out["info"]["device"] = str(devices[j])
+        return out
+
+    with concurrent.futures.ThreadPoolExecutor(len(shares), "loopint-device") as pool:
+        outs = list(pool.map(share, range(len(shares))))
+    return _assembled(problem, s, list(zip(shares, outs)), "device_shares", t_start)
+
+
+def _shares(problem: Problem, s: Settings, parts: int) -> list[np.ndarray]:
+    """The points of a batch in at most ``parts`` shares of about equal cost
+    (:func:`loopint.parallel.split_by_cost`; the same on every process)."""
+    probe = integrand(problem.diagram, "simplex", "none", "float64")
+    kinds = [r.kind for r in point_regions(probe, probe.kinematics_array(problem.kinematics), s)]
+    return parallel.split_by_cost(parallel.point_costs(kinds), parts)
+
+
+def _compute_processes(problem: Problem, s: Settings, progress, t_start) -> Result:
+    """A batch shared out over the processes of a :mod:`jax.distributed` run
+    (:func:`_shares`), each share on the local devices of its process; every process
+    returns the whole result."""
+    import jax
+    shares = _shares(problem, s, jax.process_count())
+    index = jax.process_index()
+    mine = shares[index] if index < len(shares) else np.zeros(0, int)
+    out = None
+    if mine.size:
+        sub = _subproblem(problem, mine, s)
+        local = (_compute_devices(sub, s, progress, time.perf_counter())
+                 if mine.size > 1 and len(parallel.local_devices(s.devices)) > 1 else
+                 _compute_here(sub, s, progress, None, False, time.perf_counter()))
+        out = _outcome(local)
+    every = parallel.allgather_json({"points": mine.tolist(), "outcome": out})
+    parts = [(e["points"], e["outcome"]) for e in every if e["points"]]
+    return _assembled(problem, s, parts, "process_shares", t_start)
+
+
+def _outcome(r: Result) -> dict:
+    """What :func:`_assembled` needs of a share's Result, per point (JSON-able)."""
+    n = np.size(r.value)
+    ok = r.info.get("point_converged") if np.ndim(r.value) else None
+    return {"value": jsonable(np.atleast_1d(r.value)), "error": jsonable(np.atleast_1d(r.error)),
+            "ok": list(ok) if ok is not None else [bool(r.converged)] * n,
+            "region": r.region if isinstance(r.region, list) else [r.region] * n,
+            "converged": bool(r.converged), "status": r.status, "method": r.method,
+            "evaluations": int(r.evaluations),
+            "derivatives": {label: [jsonable(np.atleast_1d(d.value)),
+                                    jsonable(np.atleast_1d(d.error))]
+                            for label, d in (r.derivatives or {}).items()},
+            "info": jsonable(r.info)}
+
+
+def _complex(pairs) -> np.ndarray:
+    a = np.asarray(pairs, float).reshape(-1, 2)
+    return a[:, 0] + 1j * a[:, 1]
+
+
+def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -> Result:
+    """One Result from the outcomes of shares of a batch (``parts``: ``[(indices,
+    outcome)]``), in the points' order; ``info[kind]`` lists the shares."""
+    K = _n_points(problem)
     value = np.zeros(K, complex)
     error = np.zeros(K, complex)
     ok = np.zeros(K, bool)
     region = [None] * K
-    statuses, methods, parts = [], set(), []
+    statuses, methods, shares = [], set(), []
     evaluations = 0
     req = request(s.derivatives, s.derivative_order, problem.diagram.kinematic_symbols)
     dpts = _Points(K, blocks(req))
-    for _, _, idx in groups:
-        kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
-        r = compute(Problem(problem.diagram, kin, s, problem.reference, problem.path),
-                    settings=s, progress=progress)
-        value[idx] = np.atleast_1d(r.value)
-        error[idx] = np.atleast_1d(r.error)
-        for j, d in enumerate((r.derivatives or {}).values()):
-            dpts.dvalue[j, idx] = np.atleast_1d(d.value)
-            dpts.derror[j, idx] = np.atleast_1d(d.error)
-        ok[idx] = r.info["point_converged"] if np.ndim(r.value) else r.converged
+    for idx, out in parts:
+        idx = np.asarray(idx, int)
+        value[idx] = _complex(out["value"])
+        error[idx] = _complex(out["error"])
+        for j, (dv, de) in enumerate(out["derivatives"].values()):
+            dpts.dvalue[j, idx] = _complex(dv)
+            dpts.derror[j, idx] = _complex(de)
+        ok[idx] = out["ok"]
         for i, k in enumerate(idx):
-            region[k] = r.region[i] if isinstance(r.region, list) else r.region
-        if not r.converged:
-            statuses.append(r.status)
-        methods.update(r.method.split("+"))
-        evaluations += r.evaluations
-        parts.append({"points": list(idx), "method": r.method, "status": r.status,
-                      "info": r.info})
+            region[k] = out["region"][i]
+        if not out["converged"]:
+            statuses.append(out["status"])
+        methods.update(out["method"].split("+"))
+        evaluations += out["evaluations"]
+        shares.append({"points": idx.tolist(), "method": out["method"], "status": out["status"],
+                       "info": out["info"]})
     converged = bool(np.all(ok))
     status = "converged" if converged else (
         f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(statuses[:3]))
@@ -291,4 +397,4 @@ def _compute_groups(problem: Problem, groups: list, s: Settings, progress, t_sta
                   kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
                   settings=s.to_dict(), region=region,
                   derivatives=dpts.derivatives(req, batched=True),
-                  info={"groups": parts, "point_converged": ok.tolist()})
+                  info={kind: shares, "point_converged": ok.tolist()})

@@ -277,8 +277,12 @@ def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
     amplified, and the sums of local errors overstate them 10^2-10^4 times.  The cube
     engines skip their boundary probe: the sector analysis (:func:`at_point`,
     :mod:`loopint.divergence`) has proven the lowered integrand bounded at the faces.
+    Every engine shards its evaluations over the local devices ``devices`` asks for
+    (:mod:`loopint.engines.sharding`).
     """
     opts: dict = {}
+    if s.devices != "all":
+        opts["devices"] = s.devices
     if stop_on_nonfinite:
         opts["stop_on_nonfinite"] = True
     if method in ("qmc", "mc"):

@@ -62,6 +62,9 @@ class Settings:
         the result by (integrated with the value, each to rtol; atol applies to k dI/dk, in
         the units of the value); derivative_order: 1, or 2 for the second derivatives of
         every pair as well.
+    devices: 'all' (default) or a number N of local devices (GPUs) to use
+        (:mod:`loopint.parallel`): the points of a scan are split over them, and every engine
+        run shards its integrand evaluations over the devices it is given.
     """
 
     method: str = "auto"
@@ -83,6 +86,7 @@ class Settings:
     eps_order: Any = None
     derivatives: tuple = ()
     derivative_order: int = 1
+    devices: Any = "all"
 
     def updated(self, **kw) -> "Settings":
         """A copy with some fields replaced (validated)."""
@@ -192,6 +196,12 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
             raise _err(path, "eps_order", f"must be an integer from -12 to 6, got {v!r}")
         s["eps_order"] = int(v)
     s["derivatives"] = _derivative_names(s["derivatives"], path)
+    v = s["devices"]
+    if v != "all":
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or \
+                not float(v).is_integer() or v < 1:
+            raise _err(path, "devices", f"must be 'all' or a whole number >= 1, got {v!r}")
+        s["devices"] = int(v)
     v = s["derivative_order"]
     if isinstance(v, bool) or v not in (1, 2):
         raise _err(path, "derivative_order", f"must be 1 or 2, got {v!r}")

@@ -137,6 +137,8 @@ class Cubature(base.Engine):
             buffer size's steps in a background thread (:data:`~loopint.engines.regions.AHEAD`).
             None (default): on a GPU, where the compilation overlaps the device's work; not
             on a CPU, where it competes with the computation for the same cores.
+        devices: local devices to shard each chunk of regions over (None: all; a power of
+            two is used, :func:`~loopint.engines.sharding.pow2_count`).
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
@@ -157,6 +159,7 @@ class Cubature(base.Engine):
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
     compile_ahead: bool | None = None
+    devices: int | None = None
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
@@ -175,7 +178,7 @@ class Cubature(base.Engine):
                              f"got {self.error_estimate!r}")
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
-                                  memory_limit=self.memory_limit,
+                                  memory_limit=self.memory_limit, devices=self.devices,
                                   default_regions=default_max_regions())
         if self.error_estimate == "global" and (self.rule != "genz_malik" or problem.ndim < 2):
             raise ValueError("error_estimate='global' sweeps with the degree-9 rule: it needs "

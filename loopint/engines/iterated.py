@@ -145,6 +145,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..precision import real_dtype
+from . import sharding
 from .base import (CONVERGED, DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, MAX_EVALS,
                    MEMORY_LIMIT, NONFINITE, ROUNDOFF, BoundIntegrand, Box, Engine, StaticCallable, IntegrationResult, Simplex,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
@@ -305,6 +306,7 @@ class _Core:
     max_intervals: int
     eta: float
     materialize: bool = True
+    devices: int = 1       # local devices the innermost evaluations are sharded over
 
 
 def _with_args(f: BoundIntegrand, args: tuple, x):
@@ -537,7 +539,13 @@ def _k_eval(P, a, b, pid, start, count, fn: BoundIntegrand, *, core: _Core, rule
 
 def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b, pid, valid):
     """Innermost level: ``f`` at the nodes of the intervals ``(a, b)`` with prefixes ``pre``
-    -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values."""
+    -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values.
+
+    With ``core.devices > 1`` the intervals are sharded over that many local devices
+    (:mod:`loopint.engines.sharding`); the bookkeeping around them follows XLA's sharding
+    propagation."""
+    shard = sharding.constraint(core.devices)
+    pre, a, b, pid, valid = (shard(x) for x in (pre, a, b, pid, valid))
     vals = _f_at_nodes(fn, core, rule, pre, a, b)
     finite = jnp.isfinite(vals)
     # With ``core.materialize`` (the default on a CPU) the values are written to memory once;
@@ -932,7 +940,7 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
                  n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
                  max_intervals=int(engine.max_intervals), eta=float(engine.split_fraction),
-                 materialize=materialize)
+                 materialize=materialize, devices=sharding.pow2_count(engine.devices))
     if engine.inner_factor is None:
         # Even split: each level's own quadrature error gets 1/d of the budget, so level j
         # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
@@ -1272,6 +1280,7 @@ def _info(s: _Setup, o: _Outcome, nonfinite: int) -> dict:
         "flags": _flag_names(int(o.out.flags[0])),
         "max_points": s.max_points,
         "nsplit": s.plan.core.nsplit,
+        "devices": s.plan.core.devices,
     }
     if s.profile:       # [calls, seconds] per kernel, over all runs
         prof: dict = {}
@@ -1369,6 +1378,8 @@ class Iterated(Engine):
             (an optimization barrier); default: on a CPU only.
         profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
             in ``info["profile"]``.
+        devices: local devices to shard the innermost evaluations over (None: all; a power
+            of two is used, :func:`~loopint.engines.sharding.pow2_count`).
 
     Returns :class:`IntegrationResult`; ``info`` holds ``nonfinite``; per level (outermost
     first, final run) ``steps``, ``calls``, ``intervals`` (evaluated) and ``evicted``
@@ -1396,6 +1407,7 @@ class Iterated(Engine):
     fused_min_fraction: int = 16
     materialize: bool | None = None
     profile: bool = False
+    devices: int | None = None
 
     def integrate(self, f: Callable, domain, *, rtol: float = DEFAULT_RTOL,
                   atol: float = DEFAULT_ATOL,

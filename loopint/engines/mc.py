@@ -91,7 +91,7 @@ from jax import lax
 from jax.extend.random import threefry2x32_p
 
 from ..precision import real_dtype
-from . import base, sampling
+from . import base, sampling, sharding
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ def _build_runner(f, ndim: int, precision: str, rng: str, antithetic: bool, chun
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     m = norm.n_components
-    constrain = sampling.sharding_constraint(ndev)
+    constrain = sharding.constraint(ndev)
 
     def chunk(fn, key_data, lo, span, first_block, nblocks=chunk_blocks):
         cols = [constrain(c) for c in
@@ -461,7 +461,7 @@ class MonteCarlo(base.Engine):
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
         lo, hi = base.box(lower, upper, max(np.size(lower), np.size(upper)))
-        ndev = sampling.device_count(self.devices)
+        ndev = sharding.device_count(self.devices)
         chunk_blocks, chunk_evals = self._chunking(int(max_evals), ndev)
         bound = base.BoundIntegrand.of(f)
         norm, run, init = _make_runner(bound, lo.size, self.precision, self.rng,

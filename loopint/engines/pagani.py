@@ -83,6 +83,8 @@ class Pagani(base.Engine):
             rules, the rule of the authors' code; ``d >= 2``).
         boundary_check: probe the integrand near the faces after the run
             (:func:`~loopint.engines.base.probe_boundary`).
+        devices: local devices to shard each chunk of regions over (None: all; a power of
+            two is used, :func:`~loopint.engines.sharding.pow2_count`).
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions`` (active at the end), ``iterations``, ``nonfinite``,
@@ -98,6 +100,7 @@ class Pagani(base.Engine):
     initial_divisions: int | None = None
     rule: str = "genz_malik"
     boundary_check: bool = True
+    devices: int | None = None
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.
@@ -111,7 +114,7 @@ class Pagani(base.Engine):
         t0 = time.perf_counter()
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
-                                  memory_limit=self.memory_limit, default_regions=MAX_REGIONS)
+                                  memory_limit=self.memory_limit, devices=self.devices, default_regions=MAX_REGIONS)
         run = _Run.start(self, problem, rtol, atol, max_evals)
         return run.result(run.loop(), t0)
 

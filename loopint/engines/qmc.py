@@ -60,7 +60,7 @@ import numpy as np
 from jax import lax
 
 from ..precision import real_dtype
-from . import base, sampling
+from . import base, sampling, sharding
 from . import lattice as lattice_mod
 from . import periodize as periodize_mod
 
@@ -111,7 +111,7 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     per = periodize_mod.get(period)
-    constrain = sampling.sharding_constraint(ndev)
+    constrain = sharding.constraint(ndev)
 
     def chunk(fn, z, n, shifts, lo, span, start):
         k = constrain(start + jnp.arange(c, dtype=jnp.int64))
@@ -212,7 +212,7 @@ class QuasiMonteCarlo(base.Engine):
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         t0 = time.perf_counter()
         lo, hi = base.box(lower, upper, max(np.size(lower), np.size(upper)))
-        ndev = sampling.device_count(self.devices)
+        ndev = sharding.device_count(self.devices)
         ladder = self._ladder(int(max_evals))
         bound = base.BoundIntegrand.of(f)
         runner = functools.partial(self._runner, bound, lo.size, ndev)

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..precision import real_dtype
-from . import base
+from . import base, sharding
 from .rules.genz_malik import RegionEstimates, apply_rule, make_rule
 
 
@@ -55,24 +55,27 @@ from .rules.genz_malik import RegionEstimates, apply_rule, make_rule
 
 def evaluate_regions(fn: Callable, rule, centers: jax.Array,
                      halfwidths: jax.Array, count: jax.Array, component_weights: jax.Array,
-                     n_components: int, chunk: int) -> RegionEstimates:
+                     n_components: int, chunk: int, devices: int = 1) -> RegionEstimates:
     """Apply the rule to rows ``[0, count)`` of a region buffer, ``chunk`` regions at a time.
 
     The buffer has a static number of rows ``C`` (a multiple of ``chunk``); ``count`` is
     traced, and a ``while`` loop runs ``ceil(count/chunk)`` chunks, so the work follows the
     live count while the compiled shape stays fixed and one integrand call never sees more
     than ``chunk·N`` points (the memory bound).  Rows ``>= count`` of the outputs are zero.
+    With ``devices > 1`` the regions of each chunk are sharded over that many local devices
+    (:mod:`loopint.engines.sharding`).
     """
     cap, n = centers.shape
     dtype = centers.dtype
     zero = jnp.zeros((), jnp.int32)
+    shard = sharding.constraint(devices)
 
     def body(j, carry):
         value, error, axis, bad = carry
         start = (j * chunk).astype(jnp.int32)
-        c = jax.lax.dynamic_slice(centers, (start, zero), (chunk, n))
-        h = jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n))
-        valid = start + jnp.arange(chunk, dtype=jnp.int32) < count
+        c = shard(jax.lax.dynamic_slice(centers, (start, zero), (chunk, n)))
+        h = shard(jax.lax.dynamic_slice(halfwidths, (start, zero), (chunk, n)))
+        valid = shard(start + jnp.arange(chunk, dtype=jnp.int32) < count)
         est = apply_rule(fn, rule, c, h, valid, component_weights)
         value = jax.lax.dynamic_update_slice(value, est.value, (start, zero))
         error = jax.lax.dynamic_update_slice(error, est.error, (start, zero))
@@ -86,9 +89,9 @@ def evaluate_regions(fn: Callable, rule, centers: jax.Array,
     return RegionEstimates(value, error, axis, bad)
 
 
-@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "chunk", "rule"))
+@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "chunk", "rule", "devices"))
 def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
-                    chunk, rule="genz_malik") -> RegionEstimates:
+                    chunk, rule="genz_malik", devices=1) -> RegionEstimates:
     """:func:`evaluate_regions` for a user integrand ``f`` (a
     :class:`~loopint.engines.base.BoundIntegrand`, whose bound arrays are traced), jitted.
 
@@ -99,18 +102,19 @@ def evaluate_buffer(centers, halfwidths, count, component_weights, *, f, ndim, d
     """
     n = base.normalize_integrand(f, ndim, jnp.dtype(dtype_name))
     return evaluate_regions(n.fn, make_rule(rule, ndim), centers, halfwidths, count,
-                            component_weights, n.n_components, chunk)
+                            component_weights, n.n_components, chunk, devices)
 
 
-@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "rule"))
+@functools.partial(jax.jit, static_argnames=("ndim", "dtype_name", "rule", "devices"))
 def evaluate_chunk(centers, halfwidths, count, component_weights, *, f, ndim, dtype_name,
-                   rule="genz_malik") -> RegionEstimates:
+                   rule="genz_malik", devices=1) -> RegionEstimates:
     """The rule on one chunk of regions, rows ``[0, count)`` live: the body of
     :func:`evaluate_regions` as a function of its own, compiled once per integrand function,
     chunk size and rule, whatever the buffer the chunk comes from."""
     n = base.normalize_integrand(f, ndim, jnp.dtype(dtype_name))
-    valid = jnp.arange(centers.shape[0], dtype=jnp.int32) < count
-    return apply_rule(n.fn, make_rule(rule, ndim), centers, halfwidths, valid,
+    shard = sharding.constraint(devices)
+    valid = shard(jnp.arange(centers.shape[0], dtype=jnp.int32) < count)
+    return apply_rule(n.fn, make_rule(rule, ndim), shard(centers), shard(halfwidths), valid,
                       component_weights)
 
 
@@ -407,7 +411,8 @@ class RegionProblem:
         precision: ``"float64"`` or ``"float32"``; ``dtype`` the real dtype.
         memory: the bounds from ``memory_limit``.
         kernel: the static arguments of :func:`evaluate_buffer` but the rule (the integrand
-            as a :class:`~loopint.engines.base.BoundIntegrand`, dimension, dtype name).
+            as a :class:`~loopint.engines.base.BoundIntegrand`, dimension, dtype name, local
+            devices the chunks are sharded over).
     """
 
     lower: np.ndarray
@@ -520,10 +525,12 @@ class RegionProblem:
 
 def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: int,
             precision: str, rule: str, memory_limit: int | None,
-            default_regions: int) -> RegionProblem:
+            default_regions: int, devices: int | None = 1) -> RegionProblem:
     """Validate a run's arguments and fix what its loop needs (:class:`RegionProblem`).
 
-    ``default_regions``: the engine's region bound when ``memory_limit`` is None.
+    ``default_regions``: the engine's region bound when ``memory_limit`` is None;
+    ``devices``: local devices to shard the chunks over (None: all;
+    :func:`~loopint.engines.sharding.pow2_count`).
     """
     base.check_tolerances(rtol, atol, max_evals)
     ndim = max(np.size(lower), np.size(upper))
@@ -532,7 +539,8 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
     memory = memory_bounds(memory_limit, default_regions)
     integrand = base.normalize_integrand(f, ndim, dtype)
     npts = make_rule(rule, ndim).n_points
-    kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name)
+    kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
+                  devices=sharding.pow2_count(devices))
     return RegionProblem(lower=lo, upper=hi, integrand=integrand, rule=rule,
                          points_per_region=npts, precision=precision, dtype=dtype,
                          memory=memory, kernel=kernel)
@@ -559,7 +567,7 @@ def region_result(problem: RegionProblem, progress: Progress, *, method: str, st
     """The :class:`~loopint.engines.base.IntegrationResult` of a run that ended with
     ``stop``, with the totals as the user's values; ``info`` has ``regions``,
     ``iterations``, ``nonfinite``, ``capacity``, ``points_per_region``, ``ndim``,
-    ``precision``, ``rule`` and the engine's own entries ``info``."""
+    ``precision``, ``rule``, ``devices`` and the engine's own entries ``info``."""
     converged, status = base.final_status(stop, progress.nonfinite)
     n = problem.integrand
     return base.IntegrationResult(
@@ -569,4 +577,5 @@ def region_result(problem: RegionProblem, progress: Progress, *, method: str, st
         info={"regions": int(progress.regions), "iterations": progress.iterations,
               "nonfinite": progress.nonfinite, "capacity": progress.capacity,
               "points_per_region": problem.points_per_region, "ndim": problem.ndim,
-              "precision": problem.precision, "rule": problem.rule, **info})
+              "precision": problem.precision, "rule": problem.rule,
+              "devices": problem.kernel["devices"], **info})

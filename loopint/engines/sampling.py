@@ -6,8 +6,6 @@ points; both repeat a host-side loop of steps (MC: growing sample counts, QMC: t
 the lattice ladder) that ends when the tolerance is met or the budget is spent.  This module
 holds the pieces of that machinery:
 
-- sharding the points of a chunk over several devices (:func:`batch_sharding`,
-  :func:`sharding_constraint`, :func:`device_count`);
 - points kept strictly inside the box (:func:`inside_box`), non-finite values found without a
   reduction (:func:`finite_rows`), Neumaier's compensated sum across chunks
   (:func:`neumaier_add`);
@@ -22,10 +20,8 @@ import dataclasses
 import time
 from typing import Callable
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from . import base
 
@@ -47,31 +43,6 @@ def chunk_evaluations(memory_limit: int | None) -> int:
     if int(memory_limit) < 1:
         raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
     return max(1, int(memory_limit) // BYTES_PER_EVALUATION)
-
-
-# ----------------------------------------------------------------------------------------------
-# several devices
-
-def device_count(devices: int | None) -> int:
-    """Local devices to shard over: all for ``None``, else ``devices`` clipped to [1, all]."""
-    return jax.device_count() if devices is None else max(1, min(int(devices), jax.device_count()))
-
-
-def batch_sharding(ndev: int):
-    """``NamedSharding`` of a batch axis over the first ``ndev`` devices (None for one)."""
-    if ndev <= 1:
-        return None
-    mesh = jax.sharding.Mesh(np.asarray(jax.devices()[:ndev]), ("batch",))
-    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
-
-
-def sharding_constraint(ndev: int) -> Callable:
-    """``a -> a`` constrained to :func:`batch_sharding` along its first axis (identity on one
-    device), for use inside a jitted chunk."""
-    shard = batch_sharding(ndev)
-    if shard is None:
-        return lambda a: a
-    return lambda a: lax.with_sharding_constraint(a, shard)
 
 
 # ----------------------------------------------------------------------------------------------

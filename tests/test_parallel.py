@@ -1,0 +1,209 @@
+"""Several devices and several processes (loopint.parallel, loopint.engines.sharding).
+
+The multi-device cases run in subprocesses with virtual CPU devices
+(``--xla_force_host_platform_device_count``); the multi-process case starts two processes of
+``loopint scan --distributed`` on localhost (gloo collectives).
+"""
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import loopint
+from loopint import parallel
+from loopint.errors import SpecError
+from loopint.problem import validate_settings
+
+from physical_points import c0_equal
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRIANGLE = os.path.join(ROOT, "diagrams", "triangle_above_threshold.toml")
+# a scan of C0(0, 0, s; m, m, m) through its threshold s = 4 m^2: Euclidean and physical points
+SCAN_S = [1.0, 2.5, 3.5, 5.0, 6.5, 8.0, 12.0, 20.0]
+
+
+def _run(code: str, devices: int, timeout: int = 600) -> dict:
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+               JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------ shares and settings
+def test_split_by_cost_balances_and_keeps_every_point_once():
+    costs = [1.0] * 12 + [10.0] * 12
+    shares = parallel.split_by_cost(costs, 4)
+    assert sorted(np.concatenate(shares).tolist()) == list(range(24))
+    loads = [sum(costs[k] for k in s) for s in shares]
+    assert max(loads) - min(loads) <= 10.0          # within one costliest point
+    assert all(np.all(np.diff(s) > 0) for s in shares)
+    assert [s.tolist() for s in parallel.split_by_cost(costs, 4)] == [s.tolist() for s in shares]
+
+
+def test_split_by_cost_fewer_points_than_parts():
+    shares = parallel.split_by_cost([1.0, 1.0], 4)
+    assert [s.tolist() for s in shares] == [[0], [1]]
+
+
+def test_point_costs_weight_physical_points():
+    assert parallel.point_costs(["euclidean", "physical", "forced"]).tolist() == \
+        [1.0, parallel.PHYSICAL_COST, 1.0]
+
+
+@pytest.mark.parametrize("bad", ["two", 0, -1, 1.5, True, float("nan")])
+def test_devices_setting_rejects(bad):
+    with pytest.raises(SpecError, match="devices"):
+        validate_settings({"devices": bad})
+
+
+def test_devices_more_than_present_is_an_error_naming_the_key():
+    import jax
+    n = jax.local_device_count() + 1
+    with pytest.raises(SpecError, match=rf"devices: {n} requested"):
+        loopint.compute(loopint.load(TRIANGLE), devices=n)
+
+
+def test_cli_devices_and_distributed_options(capsys):
+    from loopint.cli import main
+    assert main(["compute", TRIANGLE, "--devices", "two", "--quiet"]) == 2
+    assert "--devices" in capsys.readouterr().err
+    assert main(["compute", TRIANGLE, "--process-id", "1", "--quiet"]) == 2
+    assert "needs --distributed" in capsys.readouterr().err
+    assert main(["compute", TRIANGLE, "--devices", "9", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert TRIANGLE in err and "devices: 9 requested" in err
+
+
+# ------------------------------------------------------------------ every engine, 1/2/4 devices
+ENGINES_CODE = """
+    import json
+    import jax, jax.numpy as jnp
+    from loopint.engines import cubature, iterated, mc, pagani, qmc
+    from loopint.engines.base import Box
+    assert jax.local_device_count() == 4
+    f = lambda x: jnp.cos(x[:, 0]) * jnp.cos(x[:, 1]) * jnp.cos(x[:, 2])
+    makers = {
+        "iterated": lambda n: iterated.Iterated(devices=n),
+        "iterated-fused": lambda n: iterated.Iterated(devices=n, fused=True, grow_only=True),
+        "cubature": lambda n: cubature.Cubature(devices=n),
+        "cubature-global": lambda n: cubature.Cubature(devices=n, error_estimate="global"),
+        "pagani": lambda n: pagani.Pagani(devices=n),
+        "mc": lambda n: mc.MonteCarlo(devices=n, n_start=2**14),
+        "qmc": lambda n: qmc.QuasiMonteCarlo(devices=n),
+    }
+    out = {}
+    for name, make in makers.items():
+        rtol = 1e-4 if name == "mc" else 1e-9
+        for n in (1, 2, 4):
+            r = make(n).integrate(f, Box.cube(3), rtol=rtol, max_evals=10**7)
+            out[f"{name}/{n}"] = [r.value, r.error, r.status, r.evaluations, r.info["devices"]]
+    print(json.dumps(out))
+"""
+
+
+def test_every_engine_same_result_on_1_2_4_devices():
+    out = _run(ENGINES_CODE, devices=4)
+    exact = np.sin(1.0) ** 3
+    for name in ("iterated", "iterated-fused", "cubature", "cubature-global", "pagani", "mc",
+                 "qmc"):
+        one = out[f"{name}/1"]
+        assert one[4] == 1
+        assert abs(one[0] - exact) <= 3 * one[1], name        # the value itself is right
+        for n in (2, 4):
+            other = out[f"{name}/{n}"]
+            assert other[4] == n, name                         # it did shard
+            assert other[2] == one[2] and other[3] == one[3], name   # same path, same status
+            assert other[0] == pytest.approx(one[0], rel=1e-13, abs=1e-15), name
+            assert other[1] == pytest.approx(one[1], rel=1e-6, abs=1e-15), name
+
+
+# ------------------------------------------------------------------ a scan over devices
+SCAN_CODE = """
+    import json, numpy as np, loopint
+    p = loopint.load({path!r})
+    out = {{}}
+    for n in (2, 4):
+        r = loopint.compute(p, kinematics={{"s": np.array({s!r}), "m": 1.0}}, rtol=1e-6,
+                            devices=n)
+        out[n] = {{"value": [[v.real, v.imag] for v in r.value],
+                  "error": [[e.real, e.imag] for e in r.error],
+                  "ok": r.info["point_converged"], "region": r.region,
+                  "shares": [s["points"] for s in r.info["device_shares"]]}}
+    print(json.dumps(out))
+"""
+
+
+def _complex(pairs):
+    a = np.asarray(pairs, float)
+    return a[:, 0] + 1j * a[:, 1]
+
+
+def _close(value, error, reference, factor=3.0):
+    """Real and imaginary parts within ``factor`` times their errors (plus round-off)."""
+    d = value - reference
+    tiny = 1e-13 * np.abs(reference)
+    return (np.all(np.abs(d.real) <= factor * np.abs(error.real) + tiny)
+            and np.all(np.abs(d.imag) <= factor * np.abs(error.imag) + tiny))
+
+
+def test_scan_split_over_devices_matches_one_device_and_closed_form():
+    p = loopint.load(TRIANGLE)
+    one = loopint.compute(p, kinematics={"s": np.array(SCAN_S), "m": 1.0}, rtol=1e-6,
+                          devices=1)
+    exact = np.array([c0_equal(s, 1.0) for s in SCAN_S])
+    assert one.converged and _close(one.value, one.error, exact)
+    out = _run(SCAN_CODE.format(path=TRIANGLE, s=SCAN_S), devices=4)
+    for n in ("2", "4"):
+        r = out[n]
+        assert len(r["shares"]) == int(n)
+        assert sorted(sum(r["shares"], [])) == list(range(len(SCAN_S)))
+        assert r["ok"] == one.info["point_converged"] and r["region"] == one.region
+        v, e = _complex(r["value"]), _complex(r["error"])
+        assert _close(v, e, exact)
+        assert _close(v, np.abs(e.real) + np.abs(one.error.real)
+                      + 1j * (np.abs(e.imag) + np.abs(one.error.imag)), one.value, 1.0)
+
+
+# ------------------------------------------------------------------ two processes
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_scan_over_two_processes_with_jax_distributed(tmp_path):
+    port = _free_port()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    env.pop("XLA_FLAGS", None)
+    grid = f"s={SCAN_S[0]}:{SCAN_S[-1]}:6"
+    procs = []
+    for i in range(2):
+        cmd = [sys.executable, "-m", "loopint.cli", "scan", TRIANGLE, "--param", grid,
+               "--rtol", "1e-6", "--quiet", "--csv", str(tmp_path / f"out{i}.csv"),
+               "--distributed", "--coordinator", f"localhost:{port}", "--num-processes", "2",
+               "--process-id", str(i)]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (o, e) in zip(procs, outs):
+        assert p.returncode == 0, e[-3000:]
+    assert "6 points, 6 converged" in outs[0][0]
+    assert "points" not in outs[1][0]                      # only process 0 reports
+    assert not (tmp_path / "out1.csv").exists()            # ... and writes
+    with open(tmp_path / "out0.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    s = np.array([float(r["s"]) for r in rows])
+    np.testing.assert_allclose(s, np.linspace(SCAN_S[0], SCAN_S[-1], 6))
+    value = np.array([float(r["re"]) + 1j * float(r["im"]) for r in rows])
+    error = np.array([float(r["err_re"]) + 1j * float(r["err_im"]) for r in rows])
+    assert all(r["converged"] == "True" for r in rows)
+    assert _close(value, error, np.array([c0_equal(x, 1.0) for x in s]))
