@@ -119,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--csv", metavar="OUT", help="write one row per point as CSV")
     sc.add_argument("--json", metavar="OUT", help="write all points as JSON")
     sc.add_argument("--plot", metavar="OUT.png", help="PNG of Re and Im with error bands")
+    sc.add_argument("--block", type=int, default=4096, metavar="N",
+                    help="points per batched computation (default 4096); after each block the "
+                         "finished points go to OUT.partial (OUT: the --csv or --json file)")
+    sc.add_argument("--resume", action="store_true",
+                    help="continue an interrupted scan from OUT.partial: finished blocks are "
+                         "not computed again")
 
     b = sub.add_parser("bench", help="run the benchmark suite and print the table",
                        epilog="example: loopint bench --suite seeds --quick")
@@ -295,6 +301,9 @@ class _Progress:
         """One line: stage, evaluations, current estimate (first point of a batch), error,
         elapsed seconds."""
         import numpy as np
+        if ev["stage"] == "block":
+            return (f"scan: {ev['done']} of {ev['points']} points done, {ev['converged']} "
+                    f"converged, {ev['seconds']:.1f} s")
         v = np.atleast_1d(ev["value"])
         e = np.atleast_1d(ev["error"])
         stage = {"direct": "delta = 0 (no regulator)",
@@ -425,9 +434,10 @@ def _kinematics_message(e) -> str:
     return msg
 
 
-def _compute(a, p, **kw):
-    """:func:`loopint.compute` for the command line: the progress display around it, and
-    errors of the kinematic point reported against the file."""
+def _compute(a, p, run=None, **kw):
+    """:func:`loopint.compute` (or ``run``, e.g. :func:`loopint.scan.scan`) for the command
+    line: the progress display around it, and errors of the kinematic point reported against
+    the file."""
     import warnings
     from .compute import compute
     from .diagram import DiagramError
@@ -438,7 +448,7 @@ def _compute(a, p, **kw):
             # the error below says so, NumPy's warning would only come first
             warnings.filterwarnings("ignore", "divide by zero|overflow", RuntimeWarning,
                                     r"loopint\.lower")
-            return compute(p, progress=progress, **kw, **_overrides(a))
+            return (run or compute)(p, progress=progress, **kw, **_overrides(a))
     except DiagramError as e:
         if e.key != "kinematics":
             raise
@@ -503,6 +513,7 @@ def parse_param(text: str):
 def cmd_scan(a) -> int:
     import numpy as np
     from .io import write_json_atomic
+    from .scan import scan
     from .files import write_text_atomic
     from .problem import load
     p = load(a.file)
@@ -518,7 +529,16 @@ def cmd_scan(a) -> int:
     kin = dict(p.kinematics)
     for n, m in zip(names, mesh):
         kin[n] = m.reshape(-1)
-    r = _compute(a, p, kinematics=kin)
+    output = a.csv or a.json
+    if a.block < 1:
+        raise _UsageError(f"--block {a.block}: must be at least 1")
+    if a.resume and not output:
+        raise _UsageError("--resume needs --csv OUT or --json OUT (the checkpoint is OUT.partial)")
+    if a.resume and a.distributed:
+        raise _UsageError("--resume cannot be used with --distributed")
+    checkpoint = f"{output}.partial" if output and not a.distributed else None
+    r = _compute(a, p, run=scan, kinematics=kin, block=a.block, checkpoint=checkpoint,
+                 resume=a.resume)
     vals = np.atleast_1d(r.value)
     errs = np.atleast_1d(r.error)
     ok = r.info.get("point_converged") or [r.converged] * len(vals)
@@ -553,6 +573,8 @@ def cmd_scan(a) -> int:
         else:
             title = p.diagram.name
         plot_scan(rows, names[0], a.plot, title=title, prefactor=r.prefactor, fixed=fixed)
+    if checkpoint and os.path.exists(checkpoint):
+        os.unlink(checkpoint)          # every point is in the outputs now
     print(f"{len(rows)} points, {sum(r_['converged'] for r_ in rows)} converged, "
           f"{r.evaluations:.3g} evaluations, {r.seconds:.3g} s, method {r.method}, device {r.device}")
     if not a.csv and not a.json:
@@ -575,6 +597,8 @@ def _check_outputs(a) -> str | None:
     paths = [(f"--{o}", getattr(a, o, None)) for o in ("json", "csv", "plot")]
     if getattr(a, "json", None) and getattr(a, "command", None) == "compute":
         paths.append(("--json", f"{a.json}.partial"))
+    if getattr(a, "command", None) == "scan" and (a.csv or a.json):
+        paths.append(("--csv" if a.csv else "--json", f"{a.csv or a.json}.partial"))
     for option, path in paths:
         if not path:
             continue
