@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run the benchmark suite and print the table",
                        epilog="example: loopint bench --suite seeds --quick")
     b.add_argument("--suite", choices=["seeds", "generic", "files", "physical", "dimreg",
-                                        "derivatives", "amplitude", "scans", "all"],
+                                        "derivatives", "amplitude", "scans", "devices",
+                                        "all"],
                    default="seeds")
     b.add_argument("--quick", action="store_true", help="small, fast version of each case")
     b.add_argument("--json", metavar="OUT", help="write the rows as JSON")

@@ -6,8 +6,9 @@ geometry), ``generic`` (f1-f7 with pagani, cubature, qmc, iterated; scipy alongs
 ``physical`` (physical points against independent references, each in two unit systems),
 ``dimreg`` (Laurent coefficients in D = 4 - 2 eps against closed forms and pySecDec),
 ``derivatives`` (derivatives by the kinematics against the value alone), ``amplitude`` (a
-weighted sum of integrals with a shared error budget against each integral at the tolerance)
-and ``scans`` (points per second of batched scans across thresholds).
+weighted sum of integrals with a shared error budget against each integral at the tolerance),
+``scans`` (points per second of batched scans across thresholds) and ``devices`` (the same
+computations on 1, 2, 4, ... local devices; not part of ``all``).
 Every row: case, method, value, error estimate, true error (where a reference exists),
 evaluations, wall time after warm-up, compile/warm-up time, evaluations/s, device.
 Case modules expose ``run(quick: bool) -> list[dict]``.
@@ -37,6 +38,7 @@ SUITES["dimreg"] = [("loopint.bench.dimreg_cases", "all")]
 SUITES["derivatives"] = [("loopint.bench.derivative_cases", "all")]
 SUITES["amplitude"] = [("loopint.bench.amplitude_case", "all")]
 SUITES["scans"] = [("loopint.bench.scan_cases", "all")]
+SUITES["devices"] = [("loopint.bench.device_cases", "all")]
 SUITES["all"] = (SUITES["seeds"] + SUITES["generic"] + SUITES["files"] + SUITES["physical"]
                  + SUITES["dimreg"] + SUITES["derivatives"] + SUITES["amplitude"]
                  + SUITES["scans"])
