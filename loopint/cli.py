@@ -646,7 +646,21 @@ def _distributed(a) -> int:
     """``--distributed``: join the processes, run the command on every one; only process 0
     prints and writes the outputs (the others' stdout goes to /dev/null)."""
     from .parallel import init_distributed
-    index, count = init_distributed(a.coordinator, a.num_processes, a.process_id)
+    if a.num_processes is not None and a.num_processes < 1:
+        print(f"loopint: error: --num-processes must be >= 1, got {a.num_processes}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if a.process_id is not None and not (
+            0 <= a.process_id < (a.num_processes or a.process_id + 1)):
+        print(f"loopint: error: --process-id must be from 0 to --num-processes - 1, got "
+              f"{a.process_id}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        index, count = init_distributed(a.coordinator, a.num_processes, a.process_id)
+    except (ValueError, RuntimeError) as e:     # no cluster environment, or it is incomplete
+        print(f"loopint: error: --distributed: {e} (give --coordinator, --num-processes and "
+              "--process-id outside a cluster launcher)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if index == 0:
         return _dispatch(a)
     a.json = a.csv = a.plot = None

@@ -33,7 +33,7 @@ from . import delta_sequence, parallel
 from .contour import combine_physical, contour_points
 from .derivatives import Derivative, blocks, request, split
 from .diagram import Diagram
-from .errors import DiagramError
+from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
 from .problem import Problem, Settings, check_kinematics, validate_settings
@@ -327,16 +327,42 @@ def _compute_processes(problem: Problem, s: Settings, progress, t_start) -> Resu
     shares = _shares(problem, s, jax.process_count())
     index = jax.process_index()
     mine = shares[index] if index < len(shares) else np.zeros(0, int)
-    out = None
-    if mine.size:
-        sub = _subproblem(problem, mine, s)
-        local = (_compute_devices(sub, s, progress, time.perf_counter())
-                 if mine.size > 1 and len(parallel.local_devices(s.devices)) > 1 else
-                 _compute_here(sub, s, progress, None, False, time.perf_counter()))
-        out = _outcome(local)
-    every = parallel.allgather_json({"points": mine.tolist(), "outcome": out})
+    out = failure = error = None
+    try:
+        if mine.size:
+            sub = _subproblem(problem, mine, s)
+            local = (_compute_devices(sub, s, progress, time.perf_counter())
+                     if mine.size > 1 and len(parallel.local_devices(s.devices)) > 1 else
+                     _compute_here(sub, s, progress, None, False, time.perf_counter()))
+            out = _outcome(local)
+    except Exception as e:      # noqa: BLE001 - raised below, after the allgather
+        # every process must reach the allgather, also one whose share failed: the others
+        # would wait there for it
+        failure = e
+        error = {"type": type(e).__name__, "message": str(e), "key": getattr(e, "key", None)}
+    every = parallel.allgather_json({"points": mine.tolist(), "outcome": out, "error": error})
+    if failure is not None:
+        raise failure
+    reported = next((e["error"] for e in every if e["error"]), None)
+    if reported is not None:
+        raise _share_error(reported)
+    covered = sorted(k for e in every for k in e["points"])
+    if covered != list(range(_n_points(problem))):
+        raise RuntimeError("the processes of the run disagree on the shares of the scan's "
+                           "points (each point must be computed by exactly one)")
     parts = [(e["points"], e["outcome"]) for e in every if e["points"]]
     return _assembled(problem, s, parts, "process_shares", t_start)
+
+
+def _share_error(reported: dict) -> Exception:
+    """The exception of another process's share (:func:`_compute_processes`), raised on
+    this one as well: bad input as the same :class:`DiagramError` or :class:`SpecError`."""
+    if reported["type"] == "DiagramError":
+        return DiagramError(reported["message"], reported["key"])
+    if reported["type"] == "SpecError":
+        return SpecError(reported["message"])
+    return RuntimeError(f"another process of the run failed: {reported['type']}: "
+                        f"{reported['message']}")
 
 
 def _outcome(r: Result) -> dict:
@@ -346,12 +372,22 @@ def _outcome(r: Result) -> dict:
     return {"value": jsonable(np.atleast_1d(r.value)), "error": jsonable(np.atleast_1d(r.error)),
             "ok": list(ok) if ok is not None else [bool(r.converged)] * n,
             "region": r.region if isinstance(r.region, list) else [r.region] * n,
+            "point_method": _point_methods(r),
+            "region_method": list(r.info.get("region_method") or [None] * n),
             "converged": bool(r.converged), "status": r.status, "method": r.method,
             "evaluations": int(r.evaluations),
             "derivatives": {label: [jsonable(np.atleast_1d(d.value)),
                                     jsonable(np.atleast_1d(d.error))]
                             for label, d in (r.derivatives or {}).items()},
             "info": jsonable(r.info)}
+
+
+def _point_methods(r: Result) -> list:
+    """Per point of a Result, how a physical point was computed (``info["regulated"]
+    ["point_method"]``, which lists the physical points only), None for the others."""
+    regions = r.region if isinstance(r.region, list) else [r.region]
+    methods = iter((r.info.get("regulated") or {}).get("point_method", []))
+    return [next(methods, None) if kind == "physical" else None for kind in regions]
 
 
 def _complex(pairs) -> np.ndarray:
@@ -367,6 +403,8 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
     error = np.zeros(K, complex)
     ok = np.zeros(K, bool)
     region = [None] * K
+    point_method = [None] * K
+    region_method = [None] * K
     statuses, methods, shares = [], set(), []
     evaluations = 0
     req = request(s.derivatives, s.derivative_order, problem.diagram.kinematic_symbols)
@@ -381,6 +419,8 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
         ok[idx] = out["ok"]
         for i, k in enumerate(idx):
             region[k] = out["region"][i]
+            point_method[k] = out["point_method"][i]
+            region_method[k] = out["region_method"][i]
         if not out["converged"]:
             statuses.append(out["status"])
         methods.update(out["method"].split("+"))
@@ -390,6 +430,9 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
     converged = bool(np.all(ok))
     status = "converged" if converged else (
         f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(statuses[:3]))
+    # as one run's info: how each physical point was computed, in the points' order
+    physical = [m for m, kind in zip(point_method, region) if kind == "physical"]
+    regulated = {"regulated": {"point_method": physical}} if physical else {}
     return Result(value=value, error=error, converged=converged, status=status,
                   method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
                   evaluations=int(evaluations), seconds=time.perf_counter() - t_start,
@@ -397,4 +440,5 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
                   kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
                   settings=s.to_dict(), region=region,
                   derivatives=dpts.derivatives(req, batched=True),
-                  info={kind: shares, "point_converged": ok.tolist()})
+                  info={kind: shares, "point_converged": ok.tolist(),
+                        "region_method": region_method, **regulated})

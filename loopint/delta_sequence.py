@@ -73,8 +73,11 @@ def term_usable(engine_status: str, method: str) -> bool:
 
 def fingerprint(problem, settings: dict, delta0: np.ndarray, method: str) -> str:
     """What the terms I(delta_j) of a checkpoint depend on.  Not the sequence length
-    (``delta_terms``, ``delta_min_terms``): a resumed run may extend a finished table."""
-    settings = {k: v for k, v in settings.items() if k not in ("delta_terms", "delta_min_terms")}
+    (``delta_terms``, ``delta_min_terms``): a resumed run may extend a finished table; nor
+    ``devices``: the terms do not depend on the device count beyond round-off, and a run
+    may be resumed on another machine."""
+    settings = {k: v for k, v in settings.items()
+                if k not in ("delta_terms", "delta_min_terms", "devices")}
     blob = json.dumps({"U": str(problem.diagram.U), "F": str(problem.diagram.F),
                        "kin": jsonable(problem.kinematics), "settings": settings,
                        "delta0": jsonable(delta0), "method": method}, sort_keys=True, default=str)
