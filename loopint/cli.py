@@ -156,7 +156,9 @@ def _overrides(a) -> dict:
     if getattr(a, "delta", None) is not None:
         kw["delta"] = a.delta if a.delta == "auto" else _float(a.delta, "--delta")
     if getattr(a, "devices", None) is not None:
-        kw["devices"] = a.devices if a.devices == "all" else _float(a.devices, "--devices")
+        if a.devices != "all" and not a.devices.isdigit():
+            raise _UsageError(f"--devices: expected 'all' or a whole number, got {a.devices!r}")
+        kw["devices"] = a.devices if a.devices == "all" else int(a.devices)
     return kw
 
 

@@ -39,6 +39,7 @@ integrand to be integrable, uniformly near the point.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from itertools import combinations_with_replacement
 from typing import Any, Sequence
@@ -118,16 +119,18 @@ class Differentiated:
 
 
 _WRAPPERS: dict = {}
+_WRAPPERS_LOCK = threading.Lock()     # the shares of a scan run in threads
 
 
 def differentiated(fn, columns: Sequence[int], order: int) -> Differentiated:
     """The :class:`Differentiated` of ``fn``, one object per (function, columns, order)."""
     key = (StaticCallable(fn), tuple(columns), order)
-    if key not in _WRAPPERS:
-        if len(_WRAPPERS) >= 64:
-            _WRAPPERS.pop(next(iter(_WRAPPERS)))
-        _WRAPPERS[key] = (fn, Differentiated(fn, columns, order))   # fn kept: its id is the key
-    return _WRAPPERS[key][1]
+    with _WRAPPERS_LOCK:
+        if key not in _WRAPPERS:
+            if len(_WRAPPERS) >= 64:
+                _WRAPPERS.pop(next(iter(_WRAPPERS)))
+            _WRAPPERS[key] = (fn, Differentiated(fn, columns, order))   # fn kept: its id is the key
+        return _WRAPPERS[key][1]
 
 
 @dataclass(frozen=True)

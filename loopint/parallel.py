@@ -98,9 +98,3 @@ def allgather_json(obj) -> list:
     every = np.asarray(multihost_utils.process_allgather(padded))
     return [json.loads(bytes(every[i, :int(sizes[i, 0])]).decode())
             for i in range(every.shape[0])]
-
-
-def is_writer() -> bool:
-    """Whether this process writes outputs (process 0, or the only one)."""
-    import jax
-    return jax.process_index() == 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
@@ -50,20 +51,25 @@ DELTA_RTOL_FACTOR_CUBATURE = 0.05
 
 class LRU:
     """A small least-recently-used memo: ``get(key, make)`` returns the value kept for
-    ``key``, or ``make()`` (kept, the oldest entry dropped beyond ``size``)."""
+    ``key``, or ``make()`` (kept, the oldest entry dropped beyond ``size``).  Safe to share
+    between threads (the shares of a scan over several devices): the lock guards the
+    bookkeeping, not ``make()``, so two threads may build the same value once each."""
 
     def __init__(self, size: int):
         self.size = size
         self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key, make: Callable):
-        if key in self._data:
-            self._data.move_to_end(key)
-            return self._data[key]
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
         value = make()
-        self._data[key] = value
-        while len(self._data) > self.size:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[key] = value
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
         return value
 
     def __len__(self) -> int:
@@ -74,10 +80,12 @@ class LRU:
 
     def items(self) -> list:
         """The kept ``(key, value)`` pairs, least recently used first."""
-        return list(self._data.items())
+        with self._lock:
+            return list(self._data.items())
 
     def clear(self) -> None:
-        self._data.clear()
+        with self._lock:
+            self._data.clear()
 
 
 def _content_key(diagram: Diagram, *extra) -> tuple:

@@ -306,6 +306,9 @@ class CompileAhead:
         self.waited = 0.0
 
     def submit(self, key, work: Callable[[], Any]) -> None:
+        # compiled for the caller's default device (part of JAX's cache key): a share of a
+        # scan pins its thread to one device (loopint.parallel)
+        device = jax.config.jax_default_device
         with self._lock:
             if key in self._done:
                 return
@@ -313,7 +316,7 @@ class CompileAhead:
             self._done[key] = done
             while len(self._done) > self._size:
                 self._done.popitem(last=False)
-            self._queue.put((done, work))
+            self._queue.put((done, work, device))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="loopint-compile",
                                                 daemon=True)
@@ -322,9 +325,10 @@ class CompileAhead:
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            done, work = item
+            done, work, device = item
             try:
-                work()
+                with jax.default_device(device):
+                    work()
             except Exception:        # noqa: BLE001 - the run's own call reports it
                 pass
             finally:
