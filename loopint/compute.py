@@ -328,12 +328,15 @@ def _compute_processes(problem: Problem, s: Settings, progress, t_start) -> Resu
     index = jax.process_index()
     mine = shares[index] if index < len(shares) else np.zeros(0, int)
     out = failure = error = None
+    # a share is this process's own work: its engines use its local devices only
+    ndev = len(parallel.local_devices(s.devices))
+    own = s.updated(devices=ndev)
     try:
         if mine.size:
-            sub = _subproblem(problem, mine, s)
-            local = (_compute_devices(sub, s, progress, time.perf_counter())
-                     if mine.size > 1 and len(parallel.local_devices(s.devices)) > 1 else
-                     _compute_here(sub, s, progress, None, False, time.perf_counter()))
+            sub = _subproblem(problem, mine, own)
+            local = (_compute_devices(sub, own, progress, time.perf_counter())
+                     if mine.size > 1 and ndev > 1 else
+                     _compute_here(sub, own, progress, None, False, time.perf_counter()))
             out = _outcome(local)
     except Exception as e:      # noqa: BLE001 - raised below, after the allgather
         # every process must reach the allgather, also one whose share failed: the others

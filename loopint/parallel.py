@@ -13,8 +13,9 @@ Two levels, both built on JAX's own machinery (nothing home-made for distributio
   (:func:`split_by_cost` again) on its own devices as above, and the shares are gathered on every
   process (:func:`allgather_json`, through
   :func:`jax.experimental.multihost_utils.process_allgather`); process 0 writes the outputs.
-  A single integral is computed by every process on its local devices (it is not split
-  across hosts).
+  A single integral is one program over the devices of every process: each engine shards
+  its integrand calls over all of them (``devices="global"``,
+  :mod:`loopint.engines.sharding`), and every process runs the same host loop.
 
 The split of a scan is a different partition of the adaptive work than one batched run:
 the values of a point computed on 1 or N devices agree within their error estimates, not to

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
+import jax
 import numpy as np
 import sympy
 
@@ -286,11 +287,14 @@ def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
     engines skip their boundary probe: the sector analysis (:func:`at_point`,
     :mod:`loopint.divergence`) has proven the lowered integrand bounded at the faces.
     Every engine shards its evaluations over the local devices ``devices`` asks for
-    (:mod:`loopint.engines.sharding`).
+    (:mod:`loopint.engines.sharding`); with ``"all"`` under :mod:`jax.distributed`, over the
+    devices of every process (the processes all run the same computation).
     """
     opts: dict = {}
     if s.devices != "all":
         opts["devices"] = s.devices
+    elif jax.process_count() > 1:
+        opts["devices"] = "global"        # one integral over every host of the run
     if stop_on_nonfinite:
         opts["stop_on_nonfinite"] = True
     if method in ("qmc", "mc"):

@@ -64,7 +64,8 @@ class Settings:
         every pair as well.
     devices: 'all' (default) or a number N of local devices (GPUs) to use
         (:mod:`loopint.parallel`): the points of a scan are split over them, and every engine
-        run shards its integrand evaluations over the devices it is given.
+        run shards its integrand evaluations over the devices it is given; with 'all' under
+        :mod:`jax.distributed` a single integral uses the devices of every process.
     """
 
     method: str = "auto"

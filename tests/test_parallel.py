@@ -180,22 +180,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_scan_over_two_processes_with_jax_distributed(tmp_path):
+def _two_processes(args: list, outputs: list) -> list:
+    """``loopint ARGS --distributed`` in two processes on localhost; ``outputs[i]`` are the
+    output options of process i.  Returns their (stdout, stderr)."""
     port = _free_port()
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
     env.pop("XLA_FLAGS", None)
-    grid = f"s={SCAN_S[0]}:{SCAN_S[-1]}:6"
     procs = []
     for i in range(2):
-        cmd = [sys.executable, "-m", "loopint.cli", "scan", TRIANGLE, "--param", grid,
-               "--rtol", "1e-6", "--quiet", "--csv", str(tmp_path / f"out{i}.csv"),
-               "--distributed", "--coordinator", f"localhost:{port}", "--num-processes", "2",
+        cmd = [sys.executable, "-m", "loopint.cli", *args, *outputs[i], "--distributed",
+               "--coordinator", f"localhost:{port}", "--num-processes", "2",
                "--process-id", str(i)]
         procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (o, e) in zip(procs, outs):
         assert p.returncode == 0, e[-3000:]
+    return outs
+
+
+def test_one_integral_over_two_processes_is_one_program(tmp_path):
+    """A single integral under jax.distributed: the engine shards over the devices of both
+    processes (one device each) and gets the one-process value to round-off."""
+    sunrise = os.path.join(ROOT, "diagrams", "sunrise_2L_D2.toml")
+    _two_processes(["compute", sunrise, "--quiet"],
+                   [["--json", str(tmp_path / f"out{i}.json")] for i in range(2)])
+    assert not (tmp_path / "out1.json").exists()
+    with open(tmp_path / "out0.json") as fh:
+        two = json.load(fh)
+    one = loopint.compute(loopint.load(sunrise))
+    assert two["converged"] and one.converged
+    assert two["info"]["direct"]["engine_info"]["devices"] == 2
+    assert complex(*two["value"]) == pytest.approx(one.value, rel=1e-13)
+    assert two["evaluations"] == one.evaluations
+
+
+def test_scan_over_two_processes_with_jax_distributed(tmp_path):
+    grid = f"s={SCAN_S[0]}:{SCAN_S[-1]}:6"
+    outs = _two_processes(["scan", TRIANGLE, "--param", grid, "--rtol", "1e-6", "--quiet"],
+                          [["--csv", str(tmp_path / f"out{i}.csv")] for i in range(2)])
     assert "6 points, 6 converged" in outs[0][0]
     assert "points" not in outs[1][0]                      # only process 0 reports
     assert not (tmp_path / "out1.csv").exists()            # ... and writes

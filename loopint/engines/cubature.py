@@ -138,7 +138,7 @@ class Cubature(base.Engine):
             None (default): on a GPU, where the compilation overlaps the device's work; not
             on a CPU, where it competes with the computation for the same cores.
         devices: local devices to shard each chunk of regions over (None: all; a power of
-            two is used, :func:`~loopint.engines.sharding.pow2_count`).
+            two is used, :func:`~loopint.engines.sharding.pow2_count`), or ``"global"``.
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
@@ -159,7 +159,7 @@ class Cubature(base.Engine):
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
     compile_ahead: bool | None = None
-    devices: int | None = None
+    devices: int | str | None = None
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.

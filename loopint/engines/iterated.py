@@ -1379,7 +1379,7 @@ class Iterated(Engine):
         profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
             in ``info["profile"]``.
         devices: local devices to shard the innermost evaluations over (None: all; a power
-            of two is used, :func:`~loopint.engines.sharding.pow2_count`).
+            of two is used, :func:`~loopint.engines.sharding.pow2_count`), or ``"global"``.
 
     Returns :class:`IntegrationResult`; ``info`` holds ``nonfinite``; per level (outermost
     first, final run) ``steps``, ``calls``, ``intervals`` (evaluated) and ``evicted``
@@ -1407,7 +1407,7 @@ class Iterated(Engine):
     fused_min_fraction: int = 16
     materialize: bool | None = None
     profile: bool = False
-    devices: int | None = None
+    devices: int | str | None = None
 
     def integrate(self, f: Callable, domain, *, rtol: float = DEFAULT_RTOL,
                   atol: float = DEFAULT_ATOL,

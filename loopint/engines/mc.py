@@ -422,7 +422,8 @@ class MonteCarlo(base.Engine):
         precision: ``"float64"`` or ``"float32"`` for points and integrand values; sums are
             always float64.
         callback: called after each step with ``{evaluations, value, error}``.
-        devices: how many local devices to shard over (default all).
+        devices: local devices to shard over (None: all), or ``"global"``: every device
+            of a :mod:`jax.distributed` run (:mod:`~loopint.engines.sharding`).
         boundary_check: probe the integrand near the faces after the run
             (:func:`loopint.engines.base.probe_boundary`).
 
@@ -447,7 +448,7 @@ class MonteCarlo(base.Engine):
     rng: str = "philox"
     precision: str = "float64"
     callback: Callable | None = None
-    devices: int | None = None
+    devices: int | str | None = None
     boundary_check: bool = True
 
     def __post_init__(self):

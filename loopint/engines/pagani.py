@@ -84,7 +84,7 @@ class Pagani(base.Engine):
         boundary_check: probe the integrand near the faces after the run
             (:func:`~loopint.engines.base.probe_boundary`).
         devices: local devices to shard each chunk of regions over (None: all; a power of
-            two is used, :func:`~loopint.engines.sharding.pow2_count`).
+            two is used, :func:`~loopint.engines.sharding.pow2_count`), or ``"global"``.
 
     :meth:`integrate_box` returns an :class:`~loopint.engines.base.IntegrationResult` whose
     ``info`` has ``regions`` (active at the end), ``iterations``, ``nonfinite``,
@@ -100,7 +100,7 @@ class Pagani(base.Engine):
     initial_divisions: int | None = None
     rule: str = "genz_malik"
     boundary_check: bool = True
-    devices: int | None = None
+    devices: int | str | None = None
 
     def _integrate_box(self, f, lower, upper, *, rtol, atol, max_evals):
         """Integrate ``f`` over the box ``[lower, upper]``.

@@ -175,7 +175,8 @@ class QuasiMonteCarlo(base.Engine):
         max_log2: top of the ladder (default :func:`default_max_log2`: 24 on a CPU, 28 on an
             H200).
         callback: called per level with ``{n, evaluations, value, error}``.
-        devices: local devices to shard over (default all).
+        devices: local devices to shard over (None: all), or ``"global"``: every device
+            of a :mod:`jax.distributed` run (:mod:`~loopint.engines.sharding`).
         boundary_check: probe the integrand near the faces after the run
             (:func:`loopint.engines.base.probe_boundary`).
 
@@ -197,7 +198,7 @@ class QuasiMonteCarlo(base.Engine):
     weights: float = lattice_mod.DEFAULT_GAMMA
     max_log2: int | None = None
     callback: Callable | None = None
-    devices: int | None = None
+    devices: int | str | None = None
     boundary_check: bool = True
 
     def __post_init__(self):

@@ -533,7 +533,7 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
     """Validate a run's arguments and fix what its loop needs (:class:`RegionProblem`).
 
     ``default_regions``: the engine's region bound when ``memory_limit`` is None;
-    ``devices``: local devices to shard the chunks over (None: all;
+    ``devices``: devices to shard the chunks over (None: all local ones;
     :func:`~loopint.engines.sharding.pow2_count`).
     """
     base.check_tolerances(rtol, atol, max_evals)

@@ -9,9 +9,11 @@ left to XLA's sharding propagation, replicated where it is small.  The work a ru
 and the regions or intervals it selects do not depend on the device count: only the order
 of floating-point reductions may differ, so the results agree to round-off.
 
-Only local devices are used: under :mod:`jax.distributed` (several processes), each process
-shards its own engine runs over the devices it owns, and the processes share the points of
-a scan (:mod:`loopint.parallel`).
+``devices`` is None (every local device), a number N (the first N local devices) or
+``"global"``: every device of every process of a :mod:`jax.distributed` run, which then all
+make the same call (one program over all hosts; :func:`loopint.compute` does this for a single
+integral, and shares the points of a scan between the processes instead,
+:mod:`loopint.parallel`).
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ import numpy as np
 from jax import lax
 
 
-def device_count(devices: int | None) -> int:
-    """Local devices to shard over: all for ``None``, else ``devices`` clipped to [1, all]."""
+def device_count(devices: int | str | None) -> int:
+    """Devices to shard over: every device of every process for ``"global"``, every local
+    one for ``None``, else ``devices`` clipped to [1, local devices]."""
+    if devices == "global":
+        return jax.device_count()
     local = jax.local_device_count()
     return local if devices is None else max(1, min(int(devices), local))
 
 
 def batch_sharding(ndev: int):
-    """``NamedSharding`` of a batch axis over the first ``ndev`` local devices (None for
-    one)."""
+    """``NamedSharding`` of a batch axis over the first ``ndev`` local devices, or over all
+    devices of the run when ``ndev`` exceeds the local ones (``"global"``); None for one."""
     if ndev <= 1:
         return None
-    mesh = jax.sharding.Mesh(np.asarray(jax.local_devices()[:ndev]), ("batch",))
+    pool = jax.local_devices() if ndev <= jax.local_device_count() else jax.devices()
+    mesh = jax.sharding.Mesh(np.asarray(pool[:ndev]), ("batch",))
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
 
 
@@ -48,9 +54,13 @@ def constraint(ndev: int) -> Callable:
     return lambda a: lax.with_sharding_constraint(a, shard) if a.shape[0] % ndev == 0 else a
 
 
-def pow2_count(devices: int | None) -> int:
+def pow2_count(devices: int | str | None) -> int:
     """:func:`device_count` rounded down to a power of two: the engines whose batches have
     power-of-two sizes (region chunks, interval buffers) shard over that many devices, so
-    that every batch splits evenly."""
+    that every batch splits evenly.  ``"global"`` with a total that is not a power of two
+    falls back to the local devices (every process must take part in a global program)."""
     n = device_count(devices)
-    return 1 << (n.bit_length() - 1)
+    p = 1 << (n.bit_length() - 1)
+    if devices == "global" and p != n:
+        return pow2_count(None)
+    return p
