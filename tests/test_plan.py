@@ -312,7 +312,7 @@ def test_regulated_cubature_uses_the_global_error_estimate_from_two_dimensions()
     s = settings()
     assert make_engine("cubature", s, 2, regulated=True).error_estimate == "global"
     assert make_engine("cubature", s, 6, regulated=True).error_estimate == "global"
-    assert make_engine("cubature", s, 1, regulated=True).error_estimate == "local"
+    assert make_engine("cubature", s, 1, regulated=True).estimate_for(1) == "local"
     assert make_engine("cubature", s, 3, regulated=False).error_estimate == "local"
 
 

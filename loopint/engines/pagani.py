@@ -17,9 +17,12 @@ Seed 001 Algorithm 2, with the Genz–Malik 7/5 rule of :mod:`loopint.engines.ru
    ``relerr_filtering=False``.  As a guard, the classification is dropped for an iteration
    in which it would commit more error than the whole tolerance;
 5. *threshold classification* (section 3.5.2–3.5.3, Algorithm 3) when memory would run out
-   (``2·active`` above the regions that ``memory_limit`` holds) or when the estimate's
-   leading ``log10(1/rtol)`` digits have stopped changing (the last three totals agree
-   within the tolerance): regions are finished in increasing order of error while
+   (``2·active`` above the regions that ``memory_limit`` holds), when the evaluation
+   budget would (the next iteration would spend more than half of the remaining
+   ``max_evals``: breadth-first doubling makes one iteration cost about as much as all
+   before it, so the budget runs out as memory does on the seed's GPU) or when the
+   estimate's leading ``log10(1/rtol)`` digits have stopped changing (the last three totals
+   agree within the tolerance): regions are finished in increasing order of error while
    their summed error stays within ``P`` times the remaining error budget, and the step is
    accepted only if at least half of the regions of the iteration are then finished (the
    50% memory rule).  ``P`` starts at 25% and is relaxed by 10% up to 95%, as the paper
@@ -56,11 +59,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import base, regions
+from .cubature import default_max_regions
 from .regions import component_weights, priority, smallest_within, tolerance_targets
 from .rules.genz_malik import two_level_error
 
 METHOD = "pagani"
-MAX_REGIONS = 2**22       # regions held at once with memory_limit=None
 BUDGET_FRACTIONS = (0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)   # seed 001 §3.5.3
 
 
@@ -72,7 +75,10 @@ class Pagani(base.Engine):
         memory_limit: bytes of device memory the engine may use for its buffers (regions,
             sample chunks); ``memory_limit //``
             :data:`~loopint.engines.regions.BYTES_PER_REGION` regions are held at once.
-            None: automatic, :data:`MAX_REGIONS` regions and 2^21 integrand points per call.
+            None: automatic, as the cubature engine
+            (:func:`~loopint.engines.cubature.default_max_regions`: 2^22 regions on a CPU,
+            sized by the device memory on an accelerator) and 2^21 integrand points per
+            call.
         precision: ``"float64"`` (default) or ``"float32"``.
         relerr_filtering: finish regions whose own relative error meets ``rtol``
             (section 3.5.1); turn off for integrands that change sign.
@@ -114,7 +120,8 @@ class Pagani(base.Engine):
         t0 = time.perf_counter()
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
-                                  memory_limit=self.memory_limit, devices=self.devices, default_regions=MAX_REGIONS)
+                                  memory_limit=self.memory_limit, devices=self.devices,
+                                  default_regions=default_max_regions())
         run = _Run.start(self, problem, rtol, atol, max_evals)
         return run.result(run.loop(), t0)
 
@@ -202,6 +209,14 @@ class _Run:
     def _requested(self) -> float:
         return self.problem.requested(self.total_value, self.rtol, self.atol)
 
+    def _budget_pressure(self, a: int) -> bool:
+        """Whether bisecting the ``a`` active regions would spend more than half of the
+        remaining evaluations on the next iteration: the evaluation budget as a resource
+        that runs out, next to memory (seed 001 §3.5.2 case b; the breadth-first doubling
+        makes each iteration cost about as much as all before it)."""
+        remaining = self.max_evals - self.progress.evaluations
+        return 2 * a * self.problem.points_per_region > remaining / 2
+
     def _evaluate(self):
         """Evaluate every region, two-level errors, relative-error classification, totals.
 
@@ -247,7 +262,7 @@ class _Run:
             self.relerr_dropped += 1
         self.digits_settled = self.digits_settled or _digits_settled(self.totals, targets)
         max_regions = self.problem.max_regions
-        if not (2 * a > max_regions or self.digits_settled):
+        if not (2 * a > max_regions or self.digits_settled or self._budget_pressure(a)):
             return active, a, None
         dtype = self.problem.dtype
         budget = np.maximum(targets - self.finished_error - e_rel, 0)
