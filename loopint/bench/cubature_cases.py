@@ -129,29 +129,30 @@ def _scipy_row(case, rtol, max_subdivisions=20_000):
 
 
 def run(quick: bool = False, max_evals: int | float | None = None,
-        stream: bool = False) -> list[dict]:
+        stream: bool = False, targets: bool = False) -> list[dict]:
     """Rows: case, method, rtol, value, error, true_error, evaluations, seconds,
     compile_seconds, evals_per_s, device, converged, status, error_estimate (the engine's
     estimate: "local", "global" or "mixed") and, at the targets, seed.
 
     ``max_evals``: evaluation budget per run (default: 2·10^9 on an accelerator, 10^8 on a
     CPU; a quick run uses :data:`QUICK_BUDGET`).  ``stream``: print each case's engine rows
-    as they finish.
+    as they finish.  ``targets``: only the cases of :data:`TARGETS` at :data:`TARGET_RTOL`
+    (no sweep, no scipy rows).
     """
     device = jax.devices()[0].platform
     max_evals = _budget(quick, max_evals)
     rows = []
     for case in genz_suite():
-        if quick and case.name not in QUICK:
+        if (quick and case.name not in QUICK) or (targets and case.name not in TARGETS):
             continue
-        rtols = QUICK[case.name] if quick else RTOLS
+        rtols = (TARGET_RTOL,) if targets else QUICK[case.name] if quick else RTOLS
         new = _engine_rows(case, rtols, max_evals, device)
         if stream:
             for r_ in new:
                 print({k: r_.get(k) for k in ("case", "method", "rtol", "true_error", "evaluations",
                                                "seconds", "converged")}, flush=True)
         rows += new
-        for rtol in rtols:
+        for rtol in () if targets else rtols:
             if case.ndim > 5 or rtol < 1e-6 or (quick and rtol < 1e-3):
                 continue
             row = _scipy_row(case, rtol)
