@@ -247,56 +247,67 @@ def test_untraceable_integrand_is_a_clear_type_error(f):
 # Compilation ahead of need (loopint.engines.regions.AHEAD)
 
 
-def _peak(a, x):
-    """A peak of height 1/a at (0.3, 0.3, 0.3): ~10^4-10^5 regions at tight tolerances."""
+_GROWN_BUFFER = """
+import json, threading
+import jax, jax.numpy as jnp
+from jax.tree_util import Partial
+import loopint
+from loopint.engines import base, regions
+from loopint.engines.cubature import Cubature
+
+
+def peak(a, x):   # height 1/a at (0.3, 0.3, 0.3): ~10^4-10^5 regions at tight tolerances
     return 1.0 / (a + jnp.sum((x - 0.3) ** 2, axis=1))
 
 
-def _main_thread_compiles():
-    """A list that collects the durations of JAX compile events of the calling thread."""
-    import threading
+box = base.Box.cube(3)
+first = Cubature(compile_ahead=True, error_estimate="local").integrate(
+    Partial(peak, jnp.float64(1e-3)), box, rtol=1e-8, max_evals=2 * 10**6)
+regions.AHEAD.join()
+seen, caller = [], threading.get_ident()
 
-    import jax
-    seen, caller = [], threading.get_ident()
 
-    def listener(event, duration, **_):
-        if event.startswith("/jax/core/compile/") and threading.get_ident() == caller:
-            seen.append(duration)
+def listener(event, duration, **_):
+    if event.startswith("/jax/core/compile/") and threading.get_ident() == caller:
+        seen.append(duration)
 
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    return seen, listener
+
+jax.monitoring.register_event_duration_secs_listener(listener)
+second = Cubature(compile_ahead=True, error_estimate="local").integrate(
+    Partial(peak, jnp.float64(1e-4)), box, rtol=1e-9, max_evals=6 * 10**6)
+jax.monitoring.unregister_event_duration_listener(listener)
+regions.AHEAD.join()
+plain = Cubature(compile_ahead=False, error_estimate="local").integrate(
+    Partial(peak, jnp.float64(1e-4)), box, rtol=1e-9, max_evals=6 * 10**6)
+print(json.dumps({"capacities": [first.info["capacity"], second.info["capacity"]],
+                  "own_compiles": sum(seen), "ahead": regions.COMPILE_AHEAD_FROM,
+                  "step": regions.CAPACITY_STEP,
+                  "second": [second.value, second.error, second.evaluations],
+                  "plain": [plain.value, plain.error, plain.evaluations]}))
+"""
 
 
 def test_a_grown_buffer_finds_its_steps_compiled_ahead():
     """A run that reaches COMPILE_AHEAD_FROM rows has the next buffer size's steps compiled
     in the background; a later run that grows into that size (a smaller delta of a sequence:
     the same integrand with new bound arrays) compiles nothing on its own thread, and its
-    numbers equal those of a run with compilation ahead switched off."""
-    import jax
-    from jax.tree_util import Partial
+    numbers equal those of a run with compilation ahead switched off.  In a process of its
+    own: XLA:CPU compiling in two threads of a process has corrupted it (a later segfault in
+    the same pytest worker), which the CPU default (no compilation ahead) avoids."""
+    import json
+    import os
+    import subprocess
+    import sys
 
-    from loopint.engines import regions
-
-    box = base.Box.cube(3)
-    first = Cubature(compile_ahead=True, error_estimate="local").integrate(
-        Partial(_peak, jnp.float64(1e-3)), box, rtol=1e-8, max_evals=2 * 10**6)
-    assert first.info["capacity"] == regions.COMPILE_AHEAD_FROM
-    regions.AHEAD.join()
-    seen, listener = _main_thread_compiles()
-    try:
-        second = Cubature(compile_ahead=True, error_estimate="local").integrate(
-            Partial(_peak, jnp.float64(1e-4)), box, rtol=1e-9, max_evals=6 * 10**6)
-    finally:
-        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
-        if unregister is not None:
-            unregister(listener)
-    regions.AHEAD.join()
-    assert second.info["capacity"] == regions.COMPILE_AHEAD_FROM * regions.CAPACITY_STEP
-    assert sum(seen) == 0.0, f"{len(seen)} compile events on the run's own thread"
-    plain = Cubature(compile_ahead=False, error_estimate="local").integrate(
-        Partial(_peak, jnp.float64(1e-4)), box, rtol=1e-9, max_evals=6 * 10**6)
-    assert (plain.value, plain.error, plain.evaluations) == \
-        (second.value, second.error, second.evaluations)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=root)
+    proc = subprocess.run([sys.executable, "-c", _GROWN_BUFFER], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["capacities"] == [out["ahead"], out["ahead"] * out["step"]]
+    assert out["own_compiles"] == 0.0, "compile events on the run's own thread"
+    assert out["plain"] == out["second"]
 
 
 def test_compile_ahead_runs_each_key_once_and_survives_failures():
