@@ -32,10 +32,10 @@ import numpy as np
 
 from .errors import SpecError
 
-# Relative cost of a point in the physical region (a deformed contour or a delta sequence)
-# against one in the Euclidean region (one engine run at delta = 0), for balancing the shares
-# of a scan: in the scans benchmark (loopint.bench.scan_cases) a physical point cost about ten
-# Euclidean ones.
+# Relative cost of a point in the physical region (a deformed contour, with its strength
+# chosen by pilot runs, or a delta sequence of many runs) against one in the Euclidean region
+# (a share of one engine run at delta = 0), for balancing the shares of a scan: an assumed
+# round figure, not a measurement; a wrong guess costs balance, never accuracy.
 PHYSICAL_COST = 10.0
 
 
