@@ -130,10 +130,13 @@ def test_not_converged_is_reported(triangle):
     assert r.status != "converged"
 
 
-def test_resume_equals_uninterrupted(triangle, tmp_path):
+@pytest.mark.parametrize("first, then", [(None, None), (1, "all")])
+def test_resume_equals_uninterrupted(triangle, tmp_path, first, then):
+    """A stopped delta sequence resumes to the uninterrupted result; the checkpoint does
+    not depend on ``devices`` (a run stopped with devices = 1 resumes with "all")."""
     kin = {"s": 10.0, "m": 1.0}
     kw = dict(rtol=1e-5, contour="none")
-    full = compute(triangle, kin, **kw)
+    full = compute(triangle, kin, devices=first, **kw)
     ck = tmp_path / "run.json.partial"
 
     class Stop(Exception):
@@ -144,10 +147,11 @@ def test_resume_equals_uninterrupted(triangle, tmp_path):
             raise Stop
 
     with pytest.raises(Stop):
-        compute(triangle, kin, checkpoint=str(ck), progress=stop_after_first, **kw)
+        compute(triangle, kin, checkpoint=str(ck), progress=stop_after_first, devices=first,
+                **kw)
     saved = json.loads(ck.read_text())
     assert 0 < len(saved["rows"]) < len(full.table)
-    resumed = compute(triangle, kin, checkpoint=str(ck), resume=True, **kw)
+    resumed = compute(triangle, kin, checkpoint=str(ck), resume=True, devices=then, **kw)
     assert resumed.value == full.value
     assert resumed.error == full.error
     assert len(resumed.table) == len(full.table)

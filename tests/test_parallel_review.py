@@ -181,27 +181,3 @@ def test_scan_through_a_zero_mass_keeps_point_info():
     assert len(r.info["region_method"]) == 4 and all(r.info["region_method"])
     exact = np.array([triangle_d4(-1.0, -2.0, q, 1.0, 1.0, m) for q, m in zip(q3, mc)])
     assert _within(r.value, r.error, exact)
-
-
-def test_a_checkpoint_resumes_with_another_device_count(tmp_path):
-    """The delta-sequence checkpoint does not depend on ``devices`` (nor did those written
-    before the setting existed): a run stopped with devices = 1 resumes with "all"."""
-    d = loopint.load(TRIANGLE).diagram
-    kin = {"s": 10.0, "m": 1.0}
-    kw = dict(rtol=1e-5, contour="none")
-    full = loopint.compute(d, kin, devices=1, **kw)
-    ck = tmp_path / "run.json.partial"
-
-    class Stop(Exception):
-        pass
-
-    def stop_after_first(ev):
-        if ev["stage"] == "delta":
-            raise Stop
-
-    with pytest.raises(Stop):
-        loopint.compute(d, kin, checkpoint=str(ck), progress=stop_after_first, devices=1, **kw)
-    assert 0 < len(json.loads(ck.read_text())["rows"]) < len(full.table)
-    resumed = loopint.compute(d, kin, checkpoint=str(ck), resume=True, devices="all", **kw)
-    assert resumed.converged and len(resumed.table) == len(full.table)
-    assert abs(resumed.value - full.value) <= 1e-12 * abs(full.value)
