@@ -462,6 +462,17 @@ def _compute(a, p, run=None, **kw):
         raise
 
 
+def _checkpoint(a, output: str | None, needs: str) -> str | None:
+    """The checkpoint file of a run writing ``output`` (``OUT.partial``), checked against
+    ``--resume``.  A distributed run has none: one writer, and the same decisions on every
+    process."""
+    if a.resume and not output:
+        raise _UsageError(f"--resume needs {needs} (the checkpoint is OUT.partial)")
+    if a.resume and a.distributed:
+        raise _UsageError("--resume cannot be used with --distributed")
+    return f"{output}.partial" if output and not a.distributed else None
+
+
 def cmd_compute(a) -> int:
     from .amplitude import compute_file
     from .io import write_json_atomic
@@ -470,13 +481,7 @@ def cmd_compute(a) -> int:
     if rc is not None:
         return rc
     p = load(a.file)
-    if a.resume and not a.json:
-        raise _UsageError("--resume needs --json OUT (the checkpoint is OUT.partial)")
-    if a.resume and a.distributed:
-        raise _UsageError("--resume cannot be used with --distributed")
-    # one writer of the checkpoint, and the same decisions on every process of a
-    # distributed run: no checkpoint there
-    checkpoint = f"{a.json}.partial" if a.json and not a.distributed else None
+    checkpoint = _checkpoint(a, a.json, "--json OUT")
     r = _compute(a, p, checkpoint=checkpoint, resume=a.resume)
     _print_result(r, p.reference)
     if a.json:
@@ -532,14 +537,9 @@ def cmd_scan(a) -> int:
     kin = dict(p.kinematics)
     for n, m in zip(names, mesh):
         kin[n] = m.reshape(-1)
-    output = a.csv or a.json
     if a.block < 1:
         raise _UsageError(f"--block {a.block}: must be at least 1")
-    if a.resume and not output:
-        raise _UsageError("--resume needs --csv OUT or --json OUT (the checkpoint is OUT.partial)")
-    if a.resume and a.distributed:
-        raise _UsageError("--resume cannot be used with --distributed")
-    checkpoint = f"{output}.partial" if output and not a.distributed else None
+    checkpoint = _checkpoint(a, a.csv or a.json, "--csv OUT or --json OUT")
     r = _compute(a, p, run=scan, kinematics=kin, block=a.block, checkpoint=checkpoint,
                  resume=a.resume)
     vals = np.atleast_1d(r.value)
@@ -658,7 +658,7 @@ def _distributed(a) -> int:
               f"{a.process_id}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        index, count = init_distributed(a.coordinator, a.num_processes, a.process_id)
+        index, _ = init_distributed(a.coordinator, a.num_processes, a.process_id)
     except (ValueError, RuntimeError) as e:     # no cluster environment, or it is incomplete
         print(f"loopint: error: --distributed: {e} (give --coordinator, --num-processes and "
               "--process-id outside a cluster launcher)", file=sys.stderr)
