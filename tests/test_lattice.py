@@ -150,3 +150,66 @@ def test_bad_arguments():
         lattice.generating_vector(101, 3, method="sobol")
     with pytest.raises(ValueError):
         lattice.generating_vector(101, 3, gamma=(1.0, 0.5))
+
+
+# ----------------------------------------------------------------------------------------------
+# embedded sequences in base 2
+
+def _worst_ratios(prefix, m_min, m_max, gamma):
+    """Brute force: for every odd candidate, max over levels of (e^2 + floor) relative to the
+    smallest over candidates (the criterion of ``embedded_cbc``, written out directly)."""
+    cands = list(range(1, 1 << m_max, 2))
+    e = np.array([[lattice.p2_error(list(prefix) + [c], 1 << m, gamma[:len(prefix) + 1])
+                   for m in range(m_min, m_max + 1)] for c in cands]) + lattice.E2_FLOOR
+    return dict(zip(cands, np.max(e / e.min(axis=0), axis=1)))
+
+
+@pytest.mark.parametrize("m_max,d,gamma", [(9, 5, 0.5), (8, 4, (1.0, 0.5, 0.25, 0.125))])
+def test_embedded_cbc_matches_brute_force(m_max, d, gamma):
+    """Each component attains the brute-force minimum of the worst relative error over the
+    levels 2^3..2^m_max (ties between equivalent lattices may be broken either way)."""
+    g = np.broadcast_to(np.asarray(gamma, float), (d,))
+    z = lattice.embedded_cbc(m_max, d, gamma, m_min=3)
+    assert z[0] == 1 and np.all(z % 2 == 1) and np.all(z < 2**m_max)
+    for s in range(1, d):
+        worst = _worst_ratios(z[:s], 3, m_max, g)
+        assert worst[int(z[s])] == pytest.approx(min(worst.values()), rel=1e-12)
+
+
+def test_embedded_levels_close_to_dedicated_rules():
+    """Every level 2^10..2^16 of one embedded sequence (d = 8) is within 25% in e^2 of the
+    fast-CBC rule built for that level alone (the largest prime below 2^m)."""
+    d = 8
+    z = lattice.embedded_cbc(16, d, m_min=10)
+    for m in range(10, 17):
+        n, p = 1 << m, lattice.prime_below(1 << m)
+        own = lattice.p2_error(z, n)
+        assert own < 1.25 * lattice.p2_error(lattice.cbc(p, d), p)     # 1.05-1.09 measured
+
+
+def test_shipped_embedded_table():
+    """The package's table: the documented size and top, odd components; d up to its
+    dimensions is read, not built (nothing memoized).  Balancing 19 levels costs each level
+    a little: e^2 within 2.5 times the rule built for that level alone (at most 2.1 measured
+    for d = 4, 6, 8 and 2^10..2^20)."""
+    from loopint.engines.rules import lattice_base2 as t
+    assert t.M == lattice.EMBEDDED_LOG2 and t.GAMMA == lattice.DEFAULT_GAMMA
+    assert len(t.Z) == t.DIMENSIONS >= 32
+    z = np.asarray(t.Z)
+    assert z[0] == 1 and np.all(z % 2 == 1) and np.all(z < 2**t.M)
+    assert list(lattice.embedded_vector(7)) == list(t.Z[:7]) and lattice._MEMO == {}
+    for d in (4, 8):
+        for m in (10, 13, 16):
+            p = lattice.prime_below(1 << m)
+            assert lattice.p2_error(z[:d], 1 << m) < 2.5 * lattice.p2_error(lattice.cbc(p, d), p)
+
+
+def test_embedded_vector_built_cached_and_extended(tmp_cache):
+    """A vector is built, written to the cache, read back and extended from it."""
+    z3 = lattice.embedded_vector(3, 12, gamma=0.1)
+    assert list(z3) == list(lattice.embedded_cbc(12, 3, 0.1))
+    files = list((tmp_cache / "lattice").glob("embedded_*.json"))
+    assert len(files) == 1 and json.loads(files[0].read_text())["m_max"] == 12
+    lattice._MEMO.clear()
+    z5 = lattice.embedded_vector(5, 12, gamma=0.1)
+    assert list(z5[:3]) == list(z3) and list(z5) == list(lattice.embedded_cbc(12, 5, 0.1))

@@ -425,6 +425,7 @@ def test_delta_terms_by_cubature_get_the_cubature_factor():
     assert dl.rtol == pytest.approx(rtol * DELTA_RTOL_FACTOR_CUBATURE, rel=1e-15)
     assert dl.engine.error_estimate == "global" and dl.engine.boundary_check is False
     assert p.contour.method == "qmc" and p.contour.engine.seed == prob.settings.seed
+    assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("embedded", "korobov5")
 
 
 def test_bare_atol_divides_out_the_prefactor():

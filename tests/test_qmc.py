@@ -311,3 +311,50 @@ def test_two_cpu_devices(tmp_path):
     assert out["2"][2] == 2
     assert out["2"][0] == pytest.approx(out["1"][0], rel=1e-13)
     assert out["2"][1] == pytest.approx(out["1"][1], rel=1e-8)
+
+
+def test_embedded_levels_reuse_their_points():
+    """lattice="embedded": the level of 2^m points evaluates only its odd k, and equals the
+    full rule of 2^m points {k z / 2^m + Delta} under the first level's shifts, recomputed
+    here; the evaluations are q 2^m, not the sum over the levels."""
+    d, q = 3, 8
+
+    def g(x):
+        return jnp.prod(1 + x * x, axis=1)
+
+    e = qmc.QuasiMonteCarlo(seed=4, lattice="embedded", max_log2=14)
+    r = e.integrate(g, Box.cube(d), rtol=1e-15, max_evals=q * 2**12)
+    assert r.info["history"][-1][0] == 2**12 and r.evaluations == q * 2**12
+    z = lattice.embedded_vector(d)
+    assert r.info["z"] == [int(v) for v in z]
+    n = 2**12
+    shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(4), 0), (q, d),
+                                           dtype=jnp.float64))
+    t = ((np.arange(n)[:, None] * z[None, :]) % n) / n
+    means = []
+    for s in shifts:
+        u = (t + s) % 1.0
+        x = u**4 * (35 - 84 * u + 70 * u**2 - 20 * u**3)
+        w = np.prod(140 * u**3 * (1 - u) ** 3, axis=1)
+        means.append(np.mean(w * np.prod(1 + x * x, axis=1)))
+    means = np.array(means)
+    assert r.value == pytest.approx(means.mean(), rel=1e-12)
+    assert r.error == pytest.approx(means.std(ddof=1) / math.sqrt(q), rel=1e-6)
+
+
+def test_embedded_converges_honestly():
+    """The embedded sequence against a closed form; past its top, more shifts are pooled."""
+    c = GENZ["f3_5d"]
+    r = qmc.QuasiMonteCarlo(lattice="embedded").integrate(c.f, Box.cube(c.ndim), rtol=1e-6,
+                                                          max_evals=10**9)
+    assert r.info["lattice"] == "embedded"
+    _check(r, c.exact, 1e-6)
+
+    def g(x):
+        return jnp.prod(1 + x * x, axis=1)
+
+    top = qmc.QuasiMonteCarlo(lattice="embedded", max_log2=10).integrate(
+        g, Box.cube(3), rtol=1e-14, max_evals=8 * 2**10 * 4)
+    assert not top.converged and top.info["n"] == 2**10 and top.info["shifts"] == 32
+    assert top.evaluations == 8 * 2**10 * 4
+    assert abs(top.value - (4 / 3) ** 3) <= 3 * top.error

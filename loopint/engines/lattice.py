@@ -34,6 +34,10 @@ Two constructions, both for prime ``n``:
   candidates (seeded by ``n``) is searched: for large ``n`` this is a restricted search, not
   the optimum (about a second of numpy per vector).
 
+A third, :func:`embedded_cbc`, builds one odd vector for every ``n = 2^m`` up to a top
+``2^m_max`` (an embedded lattice sequence: the rule of ``2^(m-1)`` points is part of the rule
+of ``2^m``), by a fast CBC over the units mod ``2^m`` that balances all levels.
+
 The *ladder* (:func:`ladder`) is the sequence of point counts the QMC engine walks through:
 the largest prime ``<= 2^k`` for ``k = 10, 11, ...`` (prime so that the fast CBC applies and
 every ``z_j`` is a unit mod ``n``).  Vectors are computed on demand and memoized in memory and
@@ -306,6 +310,123 @@ def korobov_vector(n: int, d: int, a: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------
+# embedded lattice sequences in base 2
+
+E2_FLOOR = 1e-13
+"""Added to ``e^2`` before ratios are taken in :func:`embedded_cbc`: the criterion is a sum of
+``2^m`` terms of order one, so values below about this are rounding, not lattice quality."""
+
+EMBEDDED_MIN_LOG2 = 10
+"""Smallest level ``2^m`` that :func:`embedded_cbc` balances (the QMC engine's first level)."""
+
+
+def embedded_cbc(m_max: int, d: int, gamma=DEFAULT_GAMMA, start: Sequence[int] = (),
+                 m_min: int = EMBEDDED_MIN_LOG2) -> np.ndarray:
+    """Component-by-component construction of an embedded lattice sequence in base 2.
+
+    One odd generating vector ``z`` serves every ``n = 2^m``, ``m <= m_max``: the rule of
+    ``2^m`` points uses ``{k z / 2^m}``, ``k < 2^m``, and contains the rule of ``2^(m-1)``
+    points (its even ``k``), so a QMC level reuses every point of the levels before it.  Each
+    component ``z_s`` minimizes, over all odd candidates below ``2^m_max``, the worst ratio
+    over the levels ``m_min <= m <= m_max`` of its squared error ``e^2_(2^m)`` to the smallest
+    one any candidate reaches at that level (given ``z_1..z_(s-1)``): the relative criterion
+    of Cools, Kuo & Nuyens, *SIAM J. Sci. Comput.* 28 (2006) 2162-2188.  ``z_1 = 1``.
+
+    Fast in the same way as :func:`cbc`.  A lattice index ``k = 2^(m_max - L) u`` (``u`` odd)
+    pairs with ``z`` through ``u z mod 2^L`` only, and the odd residues mod ``2^L`` are
+    ``+-5^a`` (``L >= 3``); ``omega`` is even, so every ``L`` contributes one circular
+    correlation of length ``2^(L-2)`` over the powers of 5, shared by all levels ``m >= L``:
+    ``O(d 2^m_max log 2^m_max)`` time and ``O(2^m_max)`` memory in all.  Levels whose best
+    ``e^2`` is at the float64 rounding of the criterion (``E2_FLOOR``) do not discriminate.
+    """
+    g = _weights(gamma, d)
+    z = [int(v) for v in start][:d] or [1]
+    if len(z) >= d:
+        return np.asarray(z[:d], dtype=np.int64)
+    n = 1 << m_max
+    tables = [None if L < 3 else tuple(jnp.asarray(a) for a in _units_pow2(L))
+              for L in range(1, m_max + 1)]
+    prod = jnp.ones(n)
+    e2 = jnp.zeros(m_max + 1)         # e^2_(2^m) of the components so far, m = 0..m_max
+    for j, zj in enumerate(z):
+        prod, e2 = _embedded_update(prod, e2, zj, g[j], m_max)
+    for s in range(len(z), d):
+        best = _embedded_argmin(prod, e2, g[s], m_max, min(m_min, m_max), tables)
+        z.append(best)
+        prod, e2 = _embedded_update(prod, e2, best, g[s], m_max)
+    return np.asarray(z, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=None)
+def _units_pow2(L: int):
+    """For the odd residues ``u < 2^L`` (index ``(u - 1) / 2``): the powers ``5^a mod 2^L``,
+    ``a < 2^(L-2)``, and the discrete log ``a`` of ``+-u`` (``L >= 3``; trivial below)."""
+    if L < 3:
+        return None
+    G, mask = 1 << (L - 2), (1 << L) - 1
+    pw = np.empty(G, dtype=np.int64)
+    pw[0], filled = 1, 1
+    while filled < G:                                  # pw[a + f] = pw[a] 5^f, by doubling
+        cnt = min(filled, G - filled)
+        pw[filled:filled + cnt] = pw[:cnt] * pow(5, filled, 1 << L) & mask
+        filled += cnt
+    dlog = np.empty(1 << (L - 1), dtype=np.int64)
+    a = np.arange(G, dtype=np.int64)
+    dlog[(pw - 1) // 2] = a
+    dlog[((1 << L) - pw - 1) // 2] = a
+    return pw, dlog
+
+
+def _embedded_argmin(prod, e2, gs, m_max: int, m_min: int, tables) -> int:
+    """The odd candidate below ``2^m_max`` with the smallest worst ratio (:func:`embedded_cbc`)."""
+    return int(2 * int(_embedded_argmin_jit(prod, jnp.asarray(e2), gs, tables, m_max, m_min)) + 1)
+
+
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _embedded_argmin_jit(prod, e2, gs, tables, m_max: int, m_min: int):
+    """Index ``(z - 1) / 2`` of the best candidate.
+
+    ``T_m(z) = sum_(k < 2^m) prod(k 2^(m_max - m)) omega({k z / 2^m})`` is built up over
+    ``L = 1..m``: ``T_L = [T_(L-1), T_(L-1)] + W_L`` on the odd residues mod ``2^L``, with
+    ``W_L(z) = sum_(u odd) prod(2^(m_max - L) u) omega({u z / 2^L})``; then
+    ``e^2_m(z) = e^2_m + gamma_s T_m(z) / 2^m``."""
+    T = prod[:1] * omega(0.0)                          # k = 0
+    worst = None
+    for L in range(1, m_max + 1):
+        c = prod[(1 << (m_max - L))::(1 << (m_max - L + 1))]             # u = 1, 3, .., 2^L - 1
+        T = jnp.concatenate([T, T]) if L > 1 else T
+        T = T + _w_level(c, L, tables[L - 1])
+        if L >= m_min:
+            e = e2[L] + gs * T / (1 << L) + E2_FLOOR
+            r = e / jnp.min(e)
+            worst = r if worst is None else jnp.maximum(jnp.concatenate([worst, worst]), r)
+    return jnp.argmin(worst)
+
+
+def _w_level(c, L: int, table):
+    """``W_L`` on the odd residues mod ``2^L`` (``c[(u - 1) / 2] = prod(2^(m_max - L) u)``)."""
+    if L == 1:
+        return c * omega(0.5)
+    if L == 2:
+        return jnp.full((2,), jnp.sum(c) * omega(0.25))
+    pw, dlog = table
+    C = c[(pw - 1) // 2] + c[((1 << L) - pw - 1) // 2]        # +-5^a together (omega is even)
+    om = omega(pw.astype(jnp.float64) / (1 << L))
+    corr = jnp.fft.irfft(jnp.conj(jnp.fft.rfft(C)) * jnp.fft.rfft(om), n=C.shape[0])
+    return corr[dlog]                                  # W(+-5^b) = sum_a C[a] om[a + b]
+
+
+@functools.partial(jax.jit, static_argnums=4)
+def _embedded_update(prod, e2, zs, gs, m_max: int):
+    """Multiply ``prod`` by the component ``zs`` and update ``e^2_(2^m)`` for every ``m``."""
+    n = 1 << m_max
+    k = jnp.arange(n, dtype=jnp.int64)
+    term = prod * omega(((k * zs) & (n - 1)).astype(jnp.float64) / n)
+    sums = jnp.stack([jnp.sum(term[::1 << (m_max - m)]) / (1 << m) for m in range(m_max + 1)])
+    return prod + gs * term, e2 + gs * sums
+
+
+# ----------------------------------------------------------------------------------------------
 # cache
 
 def cache_dir() -> pathlib.Path | None:
@@ -396,3 +517,72 @@ def generating_vector(n: int, d: int, method: str = "cbc", gamma=DEFAULT_GAMMA) 
                       "e2": p2_error(z, n, gamma) if n * d <= 2**26 else None,
                       "z": [int(v) for v in z], **extra})
         return z[:d].copy()
+
+
+
+EMBEDDED_LOG2 = 28
+"""``m_max`` of the QMC engine's embedded sequence: ``2^28`` points, the top of the prime ladder
+on an H200 (:func:`loopint.engines.qmc.default_max_log2`); one sequence for every device, so a
+CPU and a GPU compute the same rules."""
+
+
+def embedded_vector(d: int, m_max: int = EMBEDDED_LOG2, gamma=DEFAULT_GAMMA) -> np.ndarray:
+    """Generating vector of the embedded lattice sequence (:func:`embedded_cbc`) of ``2^m_max``
+    points in ``d`` dimensions, memoized like :func:`generating_vector`.
+
+    For the default weights and ``m_max = EMBEDDED_LOG2`` the package carries the first
+    :data:`~loopint.engines.rules.lattice_base2.DIMENSIONS` components
+    (:mod:`loopint.engines.rules.lattice_base2`, written by :func:`write_embedded_table`), so
+    nothing is built.  More dimensions, other weights or another ``m_max`` are built here, on
+    the default device, in ``O(2^m_max)`` memory (``2^28``: about 10 GB; seconds on a GPU,
+    minutes on a CPU) and cached on disk."""
+    if d < 1 or m_max < 1:
+        raise ValueError(f"need d >= 1 and m_max >= 1, got d={d}, m_max={m_max}")
+    _weights(gamma, d)
+    tag = _weights_tag(gamma, d)
+    start: Sequence[int] = ()
+    if m_max == EMBEDDED_LOG2 and tag == _weights_tag(DEFAULT_GAMMA, 1):
+        from .rules import lattice_base2 as table
+        if table.M == m_max and table.GAMMA == DEFAULT_GAMMA:
+            if d <= len(table.Z):
+                return np.asarray(table.Z[:d], dtype=np.int64)
+            start = table.Z
+    path = _cache_file("embedded", 1 << m_max, tag, d)
+    key = ("embedded", m_max, tag, None, str(path))
+    with _LOCK:
+        z = _MEMO.get(key)
+        if z is None:
+            data = _read(path)
+            if data and data.get("m_max") == m_max and data.get("method") == "embedded":
+                z = np.asarray(data["z"], dtype=np.int64)
+        if z is not None and len(z) >= d:
+            _MEMO[key] = z
+            return z[:d].copy()
+        log.info("building embedded lattice sequence 2^%d d=%d", m_max, d)
+        z = embedded_cbc(m_max, d, gamma, start=start if z is None else z)
+        _MEMO[key] = z
+        _write(path, {"method": "embedded", "m_max": int(m_max), "weights": tag, "alpha": 2,
+                      "criterion": "max over levels of P_2 relative to the best (base 2)",
+                      "z": [int(v) for v in z]})
+        return z[:d].copy()
+
+
+def write_embedded_table(d: int, path=None) -> None:
+    """Build the embedded vector for the default weights, ``m_max = EMBEDDED_LOG2`` and ``d``
+    dimensions, and write it (atomically) as the module
+    :mod:`loopint.engines.rules.lattice_base2`, or to ``path``."""
+    z = embedded_cbc(EMBEDDED_LOG2, d, DEFAULT_GAMMA)
+    rows = "\n".join("    " + " ".join(f"{int(v)}," for v in z[i:i + 6])
+                     for i in range(0, d, 6))
+    text = ('"""Generating vector of the embedded base-2 lattice sequence built by\n'
+            ':func:`loopint.engines.lattice.embedded_cbc` (this package; written by\n'
+            ':func:`loopint.engines.lattice.write_embedded_table`): ``2^M`` points, equal\n'
+            'product weights ``GAMMA``, the first ``DIMENSIONS`` components."""\n\n'
+            f"M = {EMBEDDED_LOG2}\nGAMMA = {DEFAULT_GAMMA}\nDIMENSIONS = {d}\n\n"
+            f"Z = (\n{rows}\n)\n")
+    target = pathlib.Path(path) if path else pathlib.Path(__file__).parent / "rules" / \
+        "lattice_base2.py"
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp_", suffix=".py")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, target)
