@@ -1,5 +1,6 @@
 """Shared test setup."""
 
+import jax
 import mpmath
 import pytest
 
@@ -10,3 +11,15 @@ def _isolate_mpmath_precision():
     dps = mpmath.mp.dps
     yield
     mpmath.mp.dps = dps
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_kernels():
+    """Every XLA:CPU executable a process holds keeps a few memory mappings of its code and
+    data, and JAX holds every executable it compiled; a pytest worker that runs hundreds of
+    tests reaches the kernel's limit on mappings per process (``vm.max_map_count``, 65530 by
+    default), and loading the next executable then crashes the worker (SIGSEGV or SIGABRT in
+    XLA).  Clearing JAX's caches after each test module releases them; the persistent
+    compilation cache keeps the reloads cheap."""
+    yield
+    jax.clear_caches()

@@ -75,6 +75,14 @@ def test_1d_endpoint_singularity_and_box():
     r4 = Iterated(nsplit=4).integrate(lambda x: 1 / jnp.sqrt(x[:, 0]), Box([0.0], [4.0]),
                                       rtol=1e-8)
     check(r4, 4.0, 1e-8)
+    # (plain bisection: with the endpoint extrapolation both take the few steps the
+    # ε-algorithm needs, tests/test_iterated_endpoints.py)
+    r = Iterated(endpoint_terms=0).integrate(lambda x: 1 / jnp.sqrt(x[:, 0]),
+                                             Box([0.0], [4.0]), rtol=1e-8)
+    check(r, 4.0, 1e-8)
+    r4 = Iterated(nsplit=4, endpoint_terms=0).integrate(lambda x: 1 / jnp.sqrt(x[:, 0]),
+                                                        Box([0.0], [4.0]), rtol=1e-8)
+    check(r4, 4.0, 1e-8)
     assert 2 * r4.info["steps"][0] <= r.info["steps"][0] + 2
 
 
@@ -325,9 +333,11 @@ def test_accelerator_buffer_policy_gives_the_same_result(monkeypatch):
         out = []
         for grow in (False, True):
             padded.clear()
+            # (plain bisection toward the square-root edge, endpoint_terms=0, needs many
+            # intervals: the storage fills up)
             engine = Iterated(fused=True, memory_limit=max_points * iterated.bytes_per_point(4, 2),
                               max_intervals=16, grow_only=grow, materialize=not grow,
-                              fused_min_fraction=1)
+                              fused_min_fraction=1, endpoint_terms=0)
             out.append(engine.integrate(f, Simplex(2), rtol=1e-6))
             assert out[-1].info["max_points"] == max_points
         a, b = out
@@ -346,11 +356,13 @@ def test_small_buffers_evict_and_redo_prefixes():
     f = lambda x: jnp.sqrt(jnp.maximum(1 - x[:, 0] - x[:, 1], 0))  # noqa: E731
     exact = dirichlet(1, 1, 1.5)
     # memory_limit for 256 points per call (1 real component, 2 variables)
+    # (plain bisection toward the square-root edge, endpoint_terms=0, needs many intervals;
+    # tests/test_iterated_endpoints.py evicts with the extrapolation on)
     small = Iterated(memory_limit=256 * iterated.bytes_per_point(1, 2),
-                     max_intervals=32).integrate(f, Simplex(2), rtol=1e-7)
+                     max_intervals=32, endpoint_terms=0).integrate(f, Simplex(2), rtol=1e-7)
     check(small, exact, 1e-7)
     assert small.info["evicted"][1] > 0
-    big = Iterated().integrate(f, Simplex(2), rtol=1e-7)
+    big = Iterated(endpoint_terms=0).integrate(f, Simplex(2), rtol=1e-7)
     assert big.info["evicted"] == [0, 0]
     assert small.value == pytest.approx(big.value, rel=1e-13)
 

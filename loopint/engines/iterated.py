@@ -87,6 +87,30 @@ integrals for a smaller tolerance than the outer one):
   times ``|∫f|``); there ``inner_tolerance="absolute"`` with ``scale`` from the previous δ
   saves the pilot.
 
+Endpoint singularities
+----------------------
+Integrable singularities at the ends of a 1-D range (``x^(-1/2)``, ``log x``, ``x^(-0.9)``,
+and what the outer levels see of them: ``∫_0^{c-x2} x3^(-1/2) dx3 = 2 (c - x2)^(1/2)`` makes
+the next level singular at its upper end) are handled as in QUADPACK's DQAGS (Piessens et
+al. 1983): the bisections toward the end form a sequence of approximations whose limit
+Wynn's ε-algorithm finds (:mod:`loopint.engines.endpoint`).  Every interval that touches an
+end of its range (``END_LOWER``/``END_UPPER``; its first or last piece inherits the bit)
+keeps DQELG's condensed ε-table of the approximations ``S_i`` of the integral over its
+ancestor's range (``S_{n+1} = S_n + Σ_children raw - raw_parent``; up to ``endpoint_terms``
+of them, stored relative to ``S_n``) and the earlier extrapolated results.  Its value is the
+extrapolated one, and its quadrature error DQELG's estimate (the spread of the last
+results), where that estimate is supported (three earlier results, the raw steps shrinking,
+no irregular step, the results agreeing to 1 % of the last raw step) and smaller than the
+plain Kronrod error; otherwise the plain Kronrod result, so an integrand whose end
+intervals are bisected fewer than five times (smooth ones) gets the same numbers as plain
+bisection.  If the sequence does not settle (a non-integrable singularity, round-off), the
+interval keeps being bisected until it is too short or ``max_intervals`` is reached, and
+the run stops with the round-off or memory status (QUADPACK's ``ier = 1, 2, 4, 5``).  The
+propagated inner error of such an interval is its own; the inner errors of the pieces cut
+off earlier enter its sequence as noise, which the spread of the extrapolated results
+measures.  A singularity at an upper end ``b != 0`` is seen through ``b - x``, which has
+only the absolute precision of ``x``: tight tolerances there can end in round-off.
+
 An interval whose error sits at QUADPACK's round-off floor ``50 ε resabs`` or that is too short
 to bisect is not split again; a prefix whose remaining error lies in such intervals, or in its
 inner integrals, stops with a flag (round-off, inner-limited), as does a prefix that reached
@@ -150,6 +174,7 @@ from .base import (CONVERGED, DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, MAX
                    MEMORY_LIMIT, NONFINITE, ROUNDOFF, BoundIntegrand, Box, Engine, StaticCallable, IntegrationResult, Simplex,
                    check_tolerances, complex_error, normalize_integrand, real_tolerance_met,
                    status_not_converged)
+from .endpoint import HISTORY, epsilon_append
 from .rules.gauss_kronrod import GK15, GK21, GaussKronrodRule, get_rule, qk_estimate
 
 log = logging.getLogger(__name__)
@@ -163,6 +188,10 @@ FLAG_ROUNDOFF = 4      # remaining error in intervals at the round-off floor / t
 FLAG_INNER = 8         # remaining error is propagated inner error
 FLAG_NONFINITE = 16    # f returned NaN/inf somewhere below
 _N_FLAGS = 5
+
+# Interval bits: the interval touches the lower / upper end of its 1-D range.
+END_LOWER = 1
+END_UPPER = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,6 +336,7 @@ class _Core:
     eta: float
     materialize: bool = True
     devices: int = 1       # local devices the innermost evaluations are sharded over
+    n_cols: int = 0        # K: even columns of the endpoint ε-tables (0: no extrapolation)
 
 
 def _with_args(f: BoundIntegrand, args: tuple, x):
@@ -345,6 +375,13 @@ class _Intervals(NamedTuple):
     ierr: jax.Array       # (N, M) propagated inner error
     ok: jax.Array         # (N, U) bool: the quadrature error of this component may shrink
     flags: jax.Array      # (N,) int32: flags OR-ed over the inner integrals of the nodes
+    # Endpoint extrapolation (module docstring, "Endpoint singularities"):
+    end: jax.Array        # (N,) int32: END_LOWER / END_UPPER if the interval touches that end
+    raw: jax.Array        # (N, M) the plain Kronrod result (res may be extrapolated)
+    dprev: jax.Array      # (N, M, K) DQELG's condensed ε-table: the two newest diagonals,
+    dcur: jax.Array       # (N, M, K)   on the origin S_n (NaN where absent)
+    xres: jax.Array       # (N, M, R) the earlier extrapolated limits, on the same origin
+    nx: jax.Array         # (N, M) int32 valid entries of xres
 
 
 class _Out(NamedTuple):
@@ -454,7 +491,8 @@ def _k_put_slice(out, rows, start):
 
 @functools.partial(jax.jit, static_argnames=("limits", "level", "n0", "dtype"))
 def _k_init(P, base, count, rho, *, limits: Limits, level: int, n0: int, dtype: str):
-    """First intervals (``n0`` equal pieces of the full range) and the inner tolerances."""
+    """First intervals (``n0`` equal pieces of the full range), their ``END_*`` bits and the
+    inner tolerances."""
     dt = jnp.dtype(dtype)
     B = P.shape[0]
     lo = limits.lower(level, P).astype(dt)
@@ -469,9 +507,11 @@ def _k_init(P, base, count, rho, *, limits: Limits, level: int, n0: int, dtype: 
     a = jnp.where(valid, a, 0).astype(dt)
     b = jnp.where(valid, b, 0).astype(dt)
     pid = jnp.where(valid, p, 0).astype(jnp.int32)
+    end = jnp.where(k == 0, END_LOWER, 0) | jnp.where(k == n0 - 1, END_UPPER, 0)
+    end = jnp.where(valid, end, 0).astype(jnp.int32)
     # Inner absolute tolerance: ρ τ_p / L_p, so that Σ_k w_k a = ρ τ_p (module docstring).
     inner = rho * base / jnp.where(length > 0, length, 1)[:, None]
-    return a, b, pid, inner.astype(dt)
+    return a, b, pid, end, inner.astype(dt)
 
 
 def _slice(start, size, *arrays):
@@ -524,20 +564,32 @@ def _reduce(core: _Core, rule: GaussKronrodRule, values, inner_err, a, b):
 
 
 @functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
-def _k_eval(P, a, b, pid, start, count, fn: BoundIntegrand, *, core: _Core, rule: GaussKronrodRule,
-            size: int):
+def _k_eval(P, a, b, pid, end, start, count, fn: BoundIntegrand, *, core: _Core,
+            rule: GaussKronrodRule, size: int):
     """Innermost level, first evaluations: ``f`` at the nodes of the rows ``start ..
     start+size`` of the intervals, their prefixes gathered here -> QUADPACK estimates.
 
     The points are formed inside, never stored, and the prefixes are gathered here rather
     than in a kernel of their own: one launch per slice.
     """
-    a, b, pid = _slice(start, size, a, b, pid)
+    a, b, pid, end = _slice(start, size, a, b, pid, end)
     valid = start + jnp.arange(size) < count
-    return _estimate_f(fn, core, rule, P[pid], a, b, pid, valid)
+    return _estimate_f(fn, core, rule, P[pid], a, b, pid, end, valid)
 
 
-def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b, pid, valid):
+def _rows(core: _Core, a, b, pid, end, res, qerr, ierr, ok, flags) -> _Intervals:
+    """Freshly estimated intervals: plain Kronrod results; an interval that touches an end
+    starts its sequence of approximations (one term, ``S_n - S_n = 0``)."""
+    N, M, K = res.shape[0], res.shape[1], core.n_cols
+    dprev = jnp.full((N, M, K), jnp.nan, res.dtype)
+    dcur = dprev.at[:, :, :1].set(0.0) if K else dprev
+    xres = jnp.zeros((N, M, HISTORY if K else 0), res.dtype)
+    nx = jnp.zeros((N, M), jnp.int32)
+    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags, end, res, dprev, dcur, xres, nx)
+
+
+def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a, b, pid, end,
+                valid):
     """Innermost level: ``f`` at the nodes of the intervals ``(a, b)`` with prefixes ``pre``
     -> QUADPACK estimates and the number of nodes (of valid rows) with non-finite values.
 
@@ -545,7 +597,7 @@ def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a,
     (:mod:`loopint.engines.sharding`); the bookkeeping around them follows XLA's sharding
     propagation."""
     shard = sharding.constraint(core.devices)
-    pre, a, b, pid, valid = (shard(x) for x in (pre, a, b, pid, valid))
+    pre, a, b, pid, end, valid = (shard(x) for x in (pre, a, b, pid, end, valid))
     vals = _f_at_nodes(fn, core, rule, pre, a, b)
     finite = jnp.isfinite(vals)
     # With ``core.materialize`` (the default on a CPU) the values are written to memory once;
@@ -557,7 +609,7 @@ def _estimate_f(fn: BoundIntegrand, core: _Core, rule: GaussKronrodRule, pre, a,
     bad = ~jnp.all(finite, axis=2) & valid[:, None]
     res, qerr, ierr, ok = _reduce(core, rule, vals, None, a, b)
     flags = jnp.where(jnp.any(bad, axis=1), FLAG_NONFINITE, 0).astype(jnp.int32)
-    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags), jnp.sum(bad)
+    return _rows(core, a, b, pid, end, res, qerr, ierr, ok, flags), jnp.sum(bad)
 
 
 @functools.partial(jax.jit, static_argnames=("rule", "size"))
@@ -579,16 +631,16 @@ def _or_bits(flags, axis):
 
 
 @functools.partial(jax.jit, static_argnames=("core", "rule", "size"))
-def _k_reduce(inner: _Out, a, b, pid, start, *, core: _Core, rule: GaussKronrodRule,
+def _k_reduce(inner: _Out, a, b, pid, end, start, *, core: _Core, rule: GaussKronrodRule,
               size: int):
     """Level < d: inner integrals at the nodes -> QUADPACK estimates of ``size`` intervals."""
     K = rule.n_points
-    a, b, pid = _slice(start, size, a, b, pid)
+    a, b, pid, end = _slice(start, size, a, b, pid, end)
     vals = inner.val.reshape(size, K, core.n_real)
     errs = inner.err.reshape(size, K, core.n_real)
     res, qerr, ierr, ok = _reduce(core, rule, vals, errs, a, b)
     flags = _or_bits(inner.flags.reshape(size, K), axis=1)
-    return _Intervals(a, b, pid, res, qerr, ierr, ok, flags)
+    return _rows(core, a, b, pid, end, res, qerr, ierr, ok, flags)
 
 
 class _Sums(NamedTuple):
@@ -759,11 +811,13 @@ def _select(st: _Intervals, count, atol, rtol, active, out: _Out, stop, state_ca
 _k_select = jax.jit(_select, static_argnames=("core", "top"))
 
 
-def _children(a, b, pid, split, nsplit: int, size: int):
+def _children(a, b, pid, end, split, nsplit: int, size: int):
     """Cut every marked interval into ``nsplit`` equal pieces, packed into ``size`` rows.
 
     Gathers, not scatters: one int32 scatter finds the parent of each child slot, then the
     pieces are computed in one fused pass (faster on a GPU than scattering each field).
+    Returns the pieces ``(a, b, pid, end)`` and each piece's parent row; the first piece
+    keeps the parent's ``END_LOWER`` bit, the last its ``END_UPPER`` bit.
     """
     N = split.shape[0]
     n_par = size // nsplit + 1
@@ -777,10 +831,45 @@ def _children(a, b, pid, split, nsplit: int, size: int):
     lo = pa + (pb - pa) * (k / nsplit)
     hi = jnp.where(k == nsplit - 1, pb, pa + (pb - pa) * ((k + 1) / nsplit))
     zero = jnp.zeros((), a.dtype)
-    return jnp.where(live, lo, zero), jnp.where(live, hi, zero), jnp.where(live, pid[p], 0)
+    cend = (jnp.where(k == 0, end[p] & END_LOWER, 0)
+            | jnp.where(k == nsplit - 1, end[p] & END_UPPER, 0))
+    return (jnp.where(live, lo, zero), jnp.where(live, hi, zero), jnp.where(live, pid[p], 0),
+            jnp.where(live, cend, 0), p)
 
 
 _k_children = jax.jit(_children, static_argnames=("nsplit", "size"))
+
+
+def _extend(st: _Intervals, par, new: _Intervals, *, core: _Core) -> _Intervals:
+    """Endpoint extrapolation (QUADPACK DQAGS, :mod:`loopint.engines.endpoint`): a piece
+    that touches an end of its range appends one approximation to its parent's sequence and
+    takes the extrapolated value where its error estimate beats the plain Kronrod error.
+
+    The split changed the approximation ``S`` of the integral by ``D = Σ_children raw -
+    raw_parent``: the new term of the sequence.  The table is kept on the origin of the
+    newest approximation, so the extrapolated limit ``L`` makes the piece's own integral
+    ``raw + L``.
+    """
+    if core.n_cols == 0:
+        return new
+    S = new.raw.shape[0]
+    ns = core.nsplit
+    family = jnp.arange(S) // ns
+    D = (jax.ops.segment_sum(new.raw, family, num_segments=S // ns + 1)[family]
+         - st.raw[par])                                                      # (S, M)
+    at_end = new.end != 0
+    # Only intervals at an end use the table; the others pass through unchanged.
+    prev, cur, xres, nx, lim, err, usable = epsilon_append(
+        st.dprev[par], st.dcur[par], st.xres[par], st.nx[par], D, jnp.abs(st.raw[par]))
+    use = at_end[:, None] & usable & (err < new.qerr)
+    e2, e3 = at_end[:, None], at_end[:, None, None]
+    return new._replace(
+        res=jnp.where(use, new.raw + lim, new.raw), qerr=jnp.where(use, err, new.qerr),
+        dprev=jnp.where(e3, prev, new.dprev), dcur=jnp.where(e3, cur, new.dcur),
+        xres=jnp.where(e3, xres, new.xres), nx=jnp.where(e2, nx, new.nx))
+
+
+_k_extend = jax.jit(_extend, static_argnames=("core",))
 
 
 def _merge(st: _Intervals, keep, new: _Intervals, n_keep, n_new, size: int):
@@ -811,10 +900,12 @@ _k_merge = jax.jit(_merge, static_argnames=("size",))
 @functools.partial(jax.jit, static_argnames=("core", "rule", "new_size", "size"))
 def _k_refine_f(st: _Intervals, split, keep, P, n_keep, n_new, fn: BoundIntegrand, *, core: _Core,
                 rule: GaussKronrodRule, new_size: int, size: int):
-    """Innermost level, one fused step: bisect, evaluate ``f`` on the children, merge."""
-    ca, cb, cp = _children(st.a, st.b, st.pid, split, core.nsplit, new_size)
+    """Innermost level, one fused step: bisect, evaluate ``f`` on the children, extrapolate
+    at the ends, merge."""
+    ca, cb, cp, ce, par = _children(st.a, st.b, st.pid, st.end, split, core.nsplit, new_size)
     valid = jnp.arange(new_size) < n_new
-    new, nonfinite = _estimate_f(fn, core, rule, P[cp], ca, cb, cp, valid)
+    new, nonfinite = _estimate_f(fn, core, rule, P[cp], ca, cb, cp, ce, valid)
+    new = _extend(st, par, new, core=core)
     return _merge(st, keep, new, n_keep, n_new, size), nonfinite
 
 
@@ -929,6 +1020,9 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
     if engine.inner_tolerance not in ("auto", "absolute", "relative", "mixed"):
         raise ValueError("inner_tolerance must be 'auto', 'mixed', 'absolute' or 'relative', "
                          f"got {engine.inner_tolerance!r}")
+    if engine.endpoint_terms != 0 and engine.endpoint_terms < 3:
+        raise ValueError("endpoint_terms must be 0 (no endpoint extrapolation) or >= 3, got "
+                         f"{engine.endpoint_terms!r}")
     if engine.fused_min_fraction < 1:
         raise ValueError(f"fused_min_fraction must be >= 1, got {engine.fused_min_fraction}")
     rules = _as_rules(engine.rules, ndim)
@@ -940,7 +1034,8 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
                  n_user=nf.n_components // 2 if nf.is_complex else nf.n_components,
                  is_complex=nf.is_complex, dtype=jnp.dtype(dt).name, nsplit=int(nsplit),
                  max_intervals=int(engine.max_intervals), eta=float(engine.split_fraction),
-                 materialize=materialize, devices=sharding.pow2_count(engine.devices))
+                 materialize=materialize, devices=sharding.pow2_count(engine.devices),
+                 n_cols=(int(engine.endpoint_terms) + 1) // 2)
     if engine.inner_factor is None:
         # Even split: each level's own quadrature error gets 1/d of the budget, so level j
         # (0-based) asks its inner integrals for (d-j-1)/(d-j) of its own tolerance.
@@ -1056,11 +1151,11 @@ class _Run:
         innermost = j == plan.ndim - 1
         rule = plan.rules[j]
         self.calls[j] += 1
-        a, b, pid, inner_tol = self.k("init", _k_init, P, A if base is None else base, count,
-                                      self.rho[j], limits=plan.limits, level=j, n0=self.n0[j],
-                                      dtype=core.dtype)
+        a, b, pid, end, inner_tol = self.k(
+            "init", _k_init, P, A if base is None else base, count, self.rho[j],
+            limits=plan.limits, level=j, n0=self.n0[j], dtype=core.dtype)
         n_state = count * self.n0[j]
-        st = self._evaluate(j, P, inner_tol, a, b, pid, n_state)
+        st = self._evaluate(j, P, inner_tol, a, b, pid, end, n_state)
         out, active = _k_fresh_out(st, count, rows=B)
         evicted_all = None
         rtol = self.rtols[j]
@@ -1097,13 +1192,15 @@ class _Run:
                 self.evaluations += n_new * rule.n_points
                 self.intervals[j] += n_new
             else:
-                ca, cb, cp = self.k("children", _k_children, st.a, st.b, st.pid, split,
-                                    nsplit=core.nsplit, size=new_size)
-                new = self._evaluate(j, P, inner_tol, ca, cb, cp, n_new)
+                ca, cb, cp, ce, par = self.k("children", _k_children, st.a, st.b, st.pid,
+                                             st.end, split, nsplit=core.nsplit, size=new_size)
+                new = self._evaluate(j, P, inner_tol, ca, cb, cp, ce, n_new)
+                if core.n_cols:
+                    new = self.k("extend", _k_extend, st, par, new, core=core)
                 st = self.k("merge", _k_merge, st, keep, new, n_keep, n_new, size=size)
             n_state = n_keep + n_new
 
-    def _evaluate(self, j: int, P, inner_tol, a, b, pid, count: int) -> _Intervals:
+    def _evaluate(self, j: int, P, inner_tol, a, b, pid, end, count: int) -> _Intervals:
         """QUADPACK estimates on the first ``count`` of the intervals ``(a, b, pid)``.
 
         Innermost level: ``f`` at ``S·K`` points per slice.  Other levels: one call of
@@ -1124,7 +1221,7 @@ class _Run:
         for start in range(0, max(count, 1), size):
             n = max(0, min(size, count - start))
             if j == plan.ndim - 1:
-                part, nonfinite = self.k("eval", _k_eval, P, a, b, pid, start, count,
+                part, nonfinite = self.k("eval", _k_eval, P, a, b, pid, end, start, count,
                                          plan.fn, core=core, rule=rule, size=size)
                 self.count_nonfinite(nonfinite)
                 self.evaluations += n * K
@@ -1132,7 +1229,7 @@ class _Run:
                 X, AX = self.k("nodes", _k_nodes, P, inner_tol, a, b, pid, start, rule=rule,
                                size=size)
                 inner = self.level(j + 1, X, AX, n * K)
-                part = self.k("reduce", _k_reduce, inner, a, b, pid, start, core=core,
+                part = self.k("reduce", _k_reduce, inner, a, b, pid, end, start, core=core,
                               rule=rule, size=size)
             if size == rows:
                 return part
@@ -1376,6 +1473,11 @@ class Iterated(Engine):
         fused_min_fraction: see ``grow_only``.
         materialize: write the innermost integrand values to memory before the rule's sums
             (an optimization barrier); default: on a CPU only.
+        endpoint_terms: the most approximations (odd; QUADPACK's ``limexp``) the ε-table of
+            the bisections toward an end of each 1-D range holds (QUADPACK QAGS, module
+            docstring "Endpoint singularities"); every interval carries about
+            ``endpoint_terms + 7`` more numbers per real component; 0 turns the
+            extrapolation off (plain bisection).
         profile: synchronise after every kernel and report ``[calls, seconds]`` per kernel
             in ``info["profile"]``.
         devices: local devices to shard the innermost evaluations over (None: all; a power
@@ -1406,6 +1508,7 @@ class Iterated(Engine):
     grow_only: bool | None = None
     fused_min_fraction: int = 16
     materialize: bool | None = None
+    endpoint_terms: int = 9
     profile: bool = False
     devices: int | str | None = None
 
