@@ -18,8 +18,9 @@ def _release_compiled_kernels():
     """Every XLA:CPU executable a process holds keeps a few memory mappings of its code and
     data, and JAX holds every executable it compiled; a pytest worker that runs hundreds of
     tests reaches the kernel's limit on mappings per process (``vm.max_map_count``, 65530 by
-    default), and loading the next executable then crashes the worker (SIGSEGV or SIGABRT in
-    XLA).  Clearing JAX's caches after each test module releases them; the persistent
-    compilation cache keeps the reloads cheap."""
+    default).  That is the likely cause of the workers that died loading an executable
+    (SIGSEGV or SIGABRT in XLA): test_iterated.py alone leaves 34,206 mappings, 1,099 after
+    ``jax.clear_caches()``.  Clearing JAX's caches after each test module releases them; the
+    persistent compilation cache keeps the reloads cheap."""
     yield
     jax.clear_caches()
