@@ -135,6 +135,21 @@ def test_chunking_changes_only_rounding():
     assert a.value == pytest.approx(b.value, rel=1e-13)
 
 
+def _shift_means_by_hand(z, n: int, q: int, seed: int) -> np.ndarray:
+    """Per-shift means of korobov3-weighted prod(1 + x^2) over the lattice {k z / n + Delta},
+    k < n, with the engine's first-level shifts (numpy, independently of the engine)."""
+    shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(seed), 0),
+                                           (q, len(z)), dtype=jnp.float64))
+    t = ((np.arange(n)[:, None] * np.asarray(z)[None, :]) % n) / n
+    means = []
+    for s in shifts:
+        u = (t + s) % 1.0
+        x = u**4 * (35 - 84 * u + 70 * u**2 - 20 * u**3)
+        w = np.prod(140 * u**3 * (1 - u) ** 3, axis=1)
+        means.append(np.mean(w * np.prod(1 + x * x, axis=1)))
+    return np.array(means)
+
+
 def test_error_is_standard_error_of_shift_means():
     """Recompute one level by hand: points {k z/n + Delta}, korobov3 weights, mean over k."""
     d, n, q = 3, 1021, 8
@@ -144,16 +159,7 @@ def test_error_is_standard_error_of_shift_means():
 
     r = qmc.QuasiMonteCarlo(seed=4).integrate(g, Box.cube(d), rtol=1e-15, max_evals=q * n)
     z = lattice.generating_vector(n, d)
-    shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(4), 0), (q, d),
-                                           dtype=jnp.float64))
-    t = ((np.arange(n)[:, None] * z[None, :]) % n) / n
-    means = []
-    for s in shifts:
-        u = (t + s) % 1.0
-        x = u**4 * (35 - 84 * u + 70 * u**2 - 20 * u**3)
-        w = np.prod(140 * u**3 * (1 - u) ** 3, axis=1)
-        means.append(np.mean(w * np.prod(1 + x * x, axis=1)))
-    means = np.array(means)
+    means = _shift_means_by_hand(z, n, q, seed=4)
     assert r.value == pytest.approx(means.mean(), rel=1e-12)
     assert r.error == pytest.approx(means.std(ddof=1) / math.sqrt(q), rel=1e-6)
     assert abs(r.value - (4 / 3) ** 3) < 3 * r.error
@@ -328,16 +334,7 @@ def test_embedded_levels_reuse_their_points():
     z = lattice.embedded_vector(d)
     assert r.info["z"] == [int(v) for v in z]
     n = 2**12
-    shifts = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.key(4), 0), (q, d),
-                                           dtype=jnp.float64))
-    t = ((np.arange(n)[:, None] * z[None, :]) % n) / n
-    means = []
-    for s in shifts:
-        u = (t + s) % 1.0
-        x = u**4 * (35 - 84 * u + 70 * u**2 - 20 * u**3)
-        w = np.prod(140 * u**3 * (1 - u) ** 3, axis=1)
-        means.append(np.mean(w * np.prod(1 + x * x, axis=1)))
-    means = np.array(means)
+    means = _shift_means_by_hand(z, n, q, seed=4)
     assert r.value == pytest.approx(means.mean(), rel=1e-12)
     assert r.error == pytest.approx(means.std(ddof=1) / math.sqrt(q), rel=1e-6)
 
