@@ -273,15 +273,12 @@ def domain_for(s: Settings, method: str, diagram: Diagram | None = None) -> str:
 
 
 CONTOUR_QMC = {"lattice": "embedded", "periodize": "korobov5"}
-"""QMC options on the deformed contour.  Its two-loop integrands converge there far sooner
-with the embedded sequence and the degree-5 Korobov transform (one H200, six seeds each): the
-k^2/m_t^2 = 5 ladder vertex at rtol 1e-6 converged in 0.7-1.3·10^8 evaluations instead of
-5.4·10^8 with the prime ladder and ``korobov3``, each value within 3 of its estimates of the
-one the prime ladder with ``korobov5`` gives 20 times more precisely; pySecDec's elliptic
-two-loop box at s = 90 converged at rtol 1e-5 in 1.3-2.7·10^8, where the prime ladder with
-either transform stopped unconverged at 10^9.  At loose tolerances it costs more: a batched
-scan of 100 ladder points at rtol 1e-4 took 2.6·10^9 evaluations instead of 1.3·10^9 (README,
-phase-space scans)."""
+"""QMC options on the deformed contour.  Its two-loop integrands converge there sooner with
+the embedded sequence and the degree-5 Korobov transform at tight tolerances, and cost about
+twice the evaluations at loose ones (``python -m loopint.bench.contour_cases --scan``, table
+in the README: pySecDec's elliptic two-loop box at rtol 1e-5 converges with these options
+and not with the prime ladder; the k^2/m_t^2 = 5 ladder vertex at rtol 1e-6 takes a quarter
+of the evaluations; a 100-point scan at rtol 1e-4 twice as many)."""
 
 
 def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,

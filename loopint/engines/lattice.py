@@ -494,28 +494,41 @@ def generating_vector(n: int, d: int, method: str = "cbc", gamma=DEFAULT_GAMMA) 
     tag = _weights_tag(gamma, d)
     path = _cache_file(method, n, tag, d)
     key = (method, n, tag, d if method == "korobov" else None, str(path))
-    with _LOCK:
-        z = _MEMO.get(key)
-        if z is None:
-            data = _read(path)
-            if data and data.get("n") == n and data.get("method") == method:
-                z = np.asarray(data["z"], dtype=np.int64)
-        if z is not None and len(z) >= d:
-            _MEMO[key] = z
-            return z[:d].copy()
+
+    def build(partial):
         if method == "cbc":
             log.info("building CBC lattice n=%d d=%d", n, d)
-            z = cbc(n, d, gamma, start=() if z is None else z)
+            z = cbc(n, d, gamma, start=() if partial is None else partial)
             extra = {}
         else:
             log.info("searching Korobov lattice n=%d d=%d", n, d)
             z, a = korobov(n, d, gamma)
             extra = {"a": int(a)}
+        return z, {"method": method, "n": int(n), "weights": tag, "alpha": 2,
+                   "criterion": "P_2 (Korobov space, product weights)",
+                   "e2": p2_error(z, n, gamma) if n * d <= 2**26 else None, **extra}
+
+    return _memoized(key, path, d, lambda data: data.get("n") == n
+                     and data.get("method") == method, build)
+
+
+def _memoized(key, path, d: int, stored_ok, build) -> np.ndarray:
+    """The first ``d`` components of the vector under ``key``: from memory, else from the disk
+    cache file ``path`` (when ``stored_ok`` accepts its header), else ``build(partial)``
+    (``partial``: a shorter cached vector to extend, or None) -> ``(z, header)``, kept in
+    both."""
+    with _LOCK:
+        z = _MEMO.get(key)
+        if z is None:
+            data = _read(path)
+            if data and stored_ok(data):
+                z = np.asarray(data["z"], dtype=np.int64)
+        if z is not None and len(z) >= d:
+            _MEMO[key] = z
+            return z[:d].copy()
+        z, header = build(z)
         _MEMO[key] = z
-        _write(path, {"method": method, "n": int(n), "weights": tag, "alpha": 2,
-                      "criterion": "P_2 (Korobov space, product weights)",
-                      "e2": p2_error(z, n, gamma) if n * d <= 2**26 else None,
-                      "z": [int(v) for v in z], **extra})
+        _write(path, {**header, "z": [int(v) for v in z]})
         return z[:d].copy()
 
 
@@ -549,22 +562,15 @@ def embedded_vector(d: int, m_max: int = EMBEDDED_LOG2, gamma=DEFAULT_GAMMA) -> 
             start = table.Z
     path = _cache_file("embedded", 1 << m_max, tag, d)
     key = ("embedded", m_max, tag, None, str(path))
-    with _LOCK:
-        z = _MEMO.get(key)
-        if z is None:
-            data = _read(path)
-            if data and data.get("m_max") == m_max and data.get("method") == "embedded":
-                z = np.asarray(data["z"], dtype=np.int64)
-        if z is not None and len(z) >= d:
-            _MEMO[key] = z
-            return z[:d].copy()
+
+    def build(partial):
         log.info("building embedded lattice sequence 2^%d d=%d", m_max, d)
-        z = embedded_cbc(m_max, d, gamma, start=start if z is None else z)
-        _MEMO[key] = z
-        _write(path, {"method": "embedded", "m_max": int(m_max), "weights": tag, "alpha": 2,
-                      "criterion": "max over levels of P_2 relative to the best (base 2)",
-                      "z": [int(v) for v in z]})
-        return z[:d].copy()
+        z = embedded_cbc(m_max, d, gamma, start=start if partial is None else partial)
+        return z, {"method": "embedded", "m_max": int(m_max), "weights": tag, "alpha": 2,
+                   "criterion": "max over levels of P_2 relative to the best (base 2)"}
+
+    return _memoized(key, path, d, lambda data: data.get("m_max") == m_max
+                     and data.get("method") == "embedded", build)
 
 
 def write_embedded_table(d: int, path=None) -> None:

@@ -29,14 +29,14 @@ shifts, until the tolerance ``max(atol, rtol |I|)`` is met or ``max_evals`` woul
 Each level is an independent estimate (prime lattices are not nested); the result is the
 last level, and ``evaluations`` counts all levels.  With ``lattice="embedded"`` the levels are
 ``n = 2^m`` of one embedded lattice sequence of ``2^28`` points (:func:`lattice.embedded_cbc`,
-the package's table: the same rules on every device; past ``2^28``, shifts are pooled): level ``m`` evaluates only its new points (the odd ``k``) under the first
-level's shifts and averages them with level ``m - 1``, so a run that stops at ``2^m`` points
+the package's table: the same rules on every device; past ``2^28``, shifts are pooled):
+level ``m`` evaluates only its new points (the odd ``k``) under the first level's shifts and
+averages them with level ``m - 1``, so a run that stops at ``2^m`` points
 has cost ``q 2^m`` instead of about ``2 q 2^m``.  Balancing 19 levels, its rules have up to
 about twice the ``e^2`` of the rule built for each level alone.  The deformed contour uses it
 (:data:`loopint.plan.CONTOUR_QMC`: its two-loop integrands converge several levels sooner
-with it); elsewhere the prime ladder stays the default, because on seed 001's f3-f6 the
-embedded sequence saved evaluations in some cases and cost a level more in others.  Past
-the top of the ladder
+with it at tight tolerances); elsewhere the prime ladder stays the default, level for level
+the better rules.  Past the top of the ladder
 (``max_log2``), more shifts are added at the largest ``n`` instead (the error then falls as
 ``q^(-1/2)`` only).
 
