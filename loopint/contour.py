@@ -198,9 +198,13 @@ class ContourIntegrand(Integrand):
         nP = len(pairs)
         Ukj = dict(zip(pairs, vals[2 + 2 * N:2 + 2 * N + nP]))
         Fkj = dict(zip(pairs, vals[2 + 2 * N + nP:]))
-        V = F / U
-        v = [(Fk[k] - V * Uk[k]) / U for k in range(N)]
-        H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) / U
+        # one reciprocal of U, then products: XLA keeps x / U as a division (not exact as a
+        # product), and the N + N(N+1)/2 divisions per point and sector, duplicated into the
+        # fusions of the Jacobian's entries, cost more than the rest of the integrand on a CPU
+        r = 1.0 / U
+        V = F * r
+        v = [(Fk[k] - V * Uk[k]) * r for k in range(N)]
+        H = {(k, j): (Fkj[k, j] - v[j] * Uk[k] - v[k] * Uk[j] - V * Ukj[k, j]) * r
              for k, j in pairs}
         return v, H
 
@@ -263,7 +267,11 @@ def det_identity_minus_i(A, lam):
     for p in range(N):
         piv = M[p][p]
         det = piv if det is None else det * piv
-        inv = 1.0 / piv
+        # 1/piv as conj(piv)/|piv|^2: one real division, without the scaling branches of a
+        # complex division (|piv| >= Re piv >= 1, see above)
+        re, im = jnp.real(piv), jnp.imag(piv)
+        s = 1.0 / (re * re + im * im)
+        inv = jax.lax.complex(re * s, -im * s)
         for k in range(p + 1, N):
             f = M[k][p] * inv
             for j in range(p + 1, N):
