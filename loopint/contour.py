@@ -107,8 +107,8 @@ class ContourIntegrand(Integrand):
         worst = float(self._pilot_max_v(kin, t))
         lam0 = 1.0 / worst if worst > 0 else 1.0
         ok, var = [], []
-        for c in LAMBDA_FACTORS:
-            vals = np.asarray(self._deformed_jit(kin, c * lam0, t))[:, 0]
+        cands = jnp.asarray([c * lam0 for c in LAMBDA_FACTORS], self.rdtype)
+        for vals in np.asarray(self._candidates_jit(kin, cands, t)):
             ok.append(bool(np.all(np.isfinite(vals))))
             var.append(float(np.var(vals.real) + np.var(vals.imag)) if ok[-1] else np.inf)
         best = _best_factor(ok, var)
@@ -162,6 +162,12 @@ class ContourIntegrand(Integrand):
     @partial(jax.jit, static_argnums=0)
     def _deformed_jit(self, kin, lam, u):
         return self._deformed_eval(kin, lam, u)
+
+    @partial(jax.jit, static_argnums=0)
+    def _candidates_jit(self, kin, lams, u):
+        """The one-point integrand at ``u`` for every strength of ``lams``: ``[len(lams), n]``
+        (one call for a pilot's candidates)."""
+        return jax.vmap(lambda lam: self._deformed_eval(kin, lam, u)[:, 0])(lams)
 
     def _derivatives(self):
         """The generated set U, F, dU/dx_k, dF/dx_k, d2U/dx_k dx_j, d2F/dx_k dx_j (j <= k)."""

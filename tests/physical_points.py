@@ -90,6 +90,16 @@ CROSSED_2L = dict(  # the non-planar vertex: the two Z rungs cross (top lines V1
     external_lines=[["p1", "V1"], ["p2", "V2"], ["p3", "V3"]],
     scalar_products={"p1*p1": "mt**2", "p2*p2": "mt**2", "p1*p2": "(k2 - 2*mt**2)/2"})
 
+ELLIPTIC_2L = dict(  # pySecDec's example elliptic2L_physical (Borowka et al., CPC 222 (2018)
+    # 313) in graph form: its propagators k1^2 - m^2 (line V5-V1), (k1+p1)^2 - m^2 (V1-V2),
+    # (k1+p1+p2)^2 - m^2 (V2-V3), (k2+p1+p2)^2 - m^2 (V3-V4), (k2-p3)^2 - m^2 (V4-V5) and the
+    # massless (k1-k2)^2 (V3-V5); light-like p1, p2, p3, p4^2 = pp4
+    internal_lines=[["m", ["V5", "V1"]], ["m", ["V1", "V2"]], ["m", ["V2", "V3"]],
+                    ["m", ["V3", "V4"]], ["m", ["V4", "V5"]], ["m0", ["V3", "V5"]]],
+    external_lines=[["p1", "V1"], ["p2", "V2"], ["p3", "V5"], ["p4", "V4"]],
+    scalar_products={"p1*p1": "0", "p2*p2": "0", "p3*p3": "0", "p1*p2": "s/2",
+                     "p2*p3": "(pp4 - s - t)/2", "p1*p3": "t/2"})
+
 SUNRISE_2L = dict(  # diagrams/sunrise_2L_D2.toml in graph form, D = 2 (finite)
     internal_lines=[["m1", [1, 2]], ["m2", [1, 2]], ["m3", [1, 2]]],
     external_lines=[["p1", 1], ["p2", 2]],
@@ -97,14 +107,14 @@ SUNRISE_2L = dict(  # diagrams/sunrise_2L_D2.toml in graph form, D = 2 (finite)
 
 DIAGRAMS = {"triangle": TRIANGLE, "triangle_eq": TRIANGLE_EQ, "bubble": BUBBLE, "box": BOX,
             "pentagon": PENTAGON, "ladder_2L": LADDER_2L, "crossed_2L": CROSSED_2L,
-            "sunrise_2L": SUNRISE_2L}
+            "elliptic_2L": ELLIPTIC_2L, "sunrise_2L": SUNRISE_2L}
 
 # dimension D, loops L, propagators N (all powers 1): the mass dimension is L*D - 2*N
 SHAPE = {"triangle": (4, 1, 3), "triangle_eq": (4, 1, 3), "bubble": (2, 1, 2), "box": (4, 1, 4),
          "pentagon": (4, 1, 5), "ladder_2L": (4, 2, 6), "crossed_2L": (4, 2, 6),
-         "sunrise_2L": (2, 2, 3)}
+         "elliptic_2L": (4, 2, 6), "sunrise_2L": (2, 2, 3)}
 
-MASSES = {"m", "ma", "mb", "mc", "m1", "m2", "m3", "m4", "mt", "mH", "mZ"}   # mass dimension 1
+MASSES = {"m", "m0", "ma", "mb", "mc", "m1", "m2", "m3", "m4", "mt", "mH", "mZ"}   # mass dimension 1
 # every other kinematic symbol is an invariant (mass dimension 2)
 
 
@@ -166,6 +176,10 @@ POINTS = [
       "two-loop planar ladder vertex, k^2 = 8 m_t^2"),
     P("crossed2L_k5", "crossed_2L", {"k2": 5.0, "mt": 1.0, "mZ": MZ}, "pysecdec",
       "two-loop crossed (non-planar) vertex, k^2 = 5 m_t^2"),
+    P("elliptic2L_s90", "elliptic_2L", {"s": 90.0, "t": -2.5, "pp4": 1.6, "m": 1.0, "m0": 0.0},
+      "pysecdec",
+      "two-loop box with an elliptic sunrise subtopology (pySecDec's elliptic2L_physical), "
+      "s = 90, t = -2.5, p4^2 = 1.6, m = 1"),
     P("sunrise2L_D2_above", "sunrise_2L", {"s": 49.0, "m1": 1.0, "m2": 2.0, "m3": 3.0},
       "mpmath-1d:sunrise_d2",
       "two-loop sunrise, D = 2, masses 1, 2, 3, s = 49 > (m1+m2+m3)^2 = 36"),

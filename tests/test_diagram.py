@@ -690,6 +690,23 @@ def test_undecided_is_physical():
     assert r.kind == "physical" and "undecided" in r.method
 
 
+def test_branch_and_bound_monomials_are_exact_products():
+    """The bound's monomials x^a at dyadic box corners (degree 3, the F of two loops): equal
+    to the exact rational values, for every exponent pattern up to degree 3 in 4 variables."""
+    from fractions import Fraction
+
+    from loopint.region import _mono
+    expo = np.array([a for a in itertools.product(range(4), repeat=4) if sum(a) <= 3], float)
+    rng = np.random.default_rng(5)
+    num = rng.integers(0, 1 << 12, (40, 4))
+    x = num / float(1 << 12)
+    got = _mono(x, expo)
+    for b in range(len(x)):
+        for t, a in enumerate(expo.astype(int)):
+            exact = np.prod([Fraction(int(n), 1 << 12) ** int(k) for n, k in zip(num[b], a)])
+            assert got[b, t] == float(exact)
+
+
 def test_api_conveniences():
     d = graph(TRIANGLE)
     assert "U=" in repr(d) and d._repr_latex_().startswith("$")

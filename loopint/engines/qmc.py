@@ -158,6 +158,13 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
     return norm, run
 
 
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _shifts(key, level, q: int, d: int):
+    """The ``q`` random shifts of a level (uniform in [0, 1)^d, from ``key`` folded with the
+    level's index), as one compiled call."""
+    return jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
+
+
 # the compiled loop, shared by every integrand of one signature (``run`` takes the integrand,
 # a base.BoundIntegrand, as its first, traced argument)
 _make_runner = base.cached_by_signature(_build_runner)
@@ -285,6 +292,12 @@ class QuasiMonteCarlo(base.Engine):
         evaluations = n_bad = 0
         means_at_top: list[np.ndarray] = []
         z = lattice_mod.embedded_vector(d, gamma=self.weights) if embedded else None
+        # the arguments that stay the same over the levels go to the device once; the level's
+        # integers go as NumPy scalars (the compiled call takes them without an eager
+        # conversion each): a run of many cheap levels is otherwise dominated by these
+        # transfers
+        z_dev = jnp.asarray(z) if embedded else None
+        lo_dev, span_dev = jnp.asarray(lo), jnp.asarray(span)
         previous = None                      # the embedded sequence's means so far
         for level in itertools.count():
             at_top = level >= len(ladder)
@@ -295,12 +308,11 @@ class QuasiMonteCarlo(base.Engine):
                 break
             if not embedded:
                 z = lattice_mod.generating_vector(n, d, self.lattice, self.weights)
+                z_dev = jnp.asarray(z)
             _, run = runner(n)
-            shifts = jax.random.uniform(jax.random.fold_in(key, 0 if nested else level), (q, d),
-                                        dtype=jnp.float64)
-            sums, bad = run(bound, jnp.asarray(z), jnp.int64(n), jnp.int64(count),
-                            jnp.int64(2 if nested else 1), shifts, jnp.asarray(lo),
-                            jnp.asarray(span))
+            shifts = _shifts(key, np.uint32(0 if nested else level), q, d)
+            sums, bad = run(bound, z_dev, np.int64(n), np.int64(count),
+                            np.int64(2 if nested else 1), shifts, lo_dev, span_dev)
             means = np.asarray(sums) * float(np.prod(span))                     # (q, M)
             if nested:
                 means = 0.5 * (previous + means)
