@@ -276,9 +276,10 @@ CONTOUR_QMC = {"lattice": "embedded", "periodize": "korobov5"}
 """QMC options on the deformed contour.  Its two-loop integrands converge there sooner with
 the embedded sequence and the degree-5 Korobov transform at tight tolerances, and cost about
 twice the evaluations at loose ones (``python -m loopint.bench.contour_cases --scan``, table
-in the README: pySecDec's elliptic two-loop box at rtol 1e-5 converges with these options
-and not with the prime ladder; the k^2/m_t^2 = 5 ladder vertex at rtol 1e-6 takes a quarter
-of the evaluations; a 100-point scan at rtol 1e-4 twice as many)."""
+in the README: pySecDec's elliptic two-loop box at rtol 1e-5 converges with these options for
+seeds 1-6, though not for the default seed 0 within 1e9 evaluations, and with the prime ladder
+for none; the k^2/m_t^2 = 5 ladder vertex at rtol 1e-6 takes a quarter of the evaluations; a
+100-point scan at rtol 1e-4 twice as many)."""
 
 
 def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
