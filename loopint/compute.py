@@ -37,7 +37,7 @@ from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
 from .problem import Problem, Settings, check_kinematics, validate_settings
-from .result import Result, device_name, scale_error
+from .result import Result, device_name, points_status, scale_error
 
 __all__ = ["Result", "compute", "device_name"]
 
@@ -181,12 +181,9 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     if plan.refused is not None:
         pts.refuse(plan.refused[1])
     converged = bool(np.all(pts.ok))
-    if converged:
-        status = "converged"
-    else:
-        bad = sorted({st for st, ok in zip(pts.status, pts.ok) if not ok})
-        status = "; ".join(bad) if not batched else (
-            f"{int(np.count_nonzero(~pts.ok))} of {K} points not converged: " + "; ".join(bad[:3]))
+    bad = [st for st, ok in zip(pts.status, pts.ok) if not ok]
+    status = points_status(pts.ok, bad) if batched else (
+        "converged" if converged else "; ".join(sorted(set(bad))))
     seconds_this_run = time.perf_counter() - t_start
     regions = plan.regions
     return Result(
@@ -431,8 +428,7 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
         shares.append({"points": idx.tolist(), "method": out["method"], "status": out["status"],
                        "info": out["info"]})
     converged = bool(np.all(ok))
-    status = "converged" if converged else (
-        f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(statuses[:3]))
+    status = points_status(ok, statuses)
     # as one run's info: how each physical point was computed, in the points' order
     physical = [m for m, kind in zip(point_method, region) if kind == "physical"]
     regulated = {"regulated": {"point_method": physical}} if physical else {}

@@ -68,7 +68,7 @@ from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
 from .region import classify_coefficients
 from .plan import engine_domain, integrand, make_engine, point_text, reduced, support_groups
-from .result import Result, device_name
+from .result import Result, device_name, points_status
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
 
 # Singular coordinates are clamped at this value (float64; float32 below): the subtracted
@@ -745,12 +745,9 @@ def compute_series(problem, s, progress, t_start: float):
         evaluations += p["evaluations"]
         info.append({"points": [int(k) for k in idx], **p["info"]})
     converged = bool(np.all(ok))
-    if converged:
-        st = "converged"
-    else:
-        bad = sorted({x for x, y in zip(status, ok) if not y})
-        st = "; ".join(bad) if not batched else (
-            f"{int(np.count_nonzero(~ok))} of {K} points not converged: " + "; ".join(bad[:3]))
+    bad = [x for x, y in zip(status, ok) if not y]
+    st = points_status(ok, bad) if batched else (
+        "converged" if converged else "; ".join(sorted(set(bad))))
     pick = (lambda a: a) if batched else (lambda a: complex(a[0]))
     main = min(0, order)
     series = [({first + j: pick(val[b, :, j]) for j in range(J)},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,3 +118,20 @@ def scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
         a = np.where(pi == 0, 0.0, pi * ei)
         b = np.where(pi == 0, 0.0, pi * er)
     return complex_parts(pr * er + a, b + pr * ei)
+
+
+_POINTS_PREFIX = re.compile(r"^\d+ of \d+ points not converged: ")
+
+
+def points_status(ok, statuses) -> str:
+    """The status of a batch of points: ``"converged"``, or ``"n of K points not converged: "``
+    followed by the distinct causes (at most three, sorted).  ``ok[K]`` flags the converged
+    points; ``statuses`` are the causes, one per point or per share of the points; a share's
+    own count (``"m of M points not converged: "``) is dropped, so that a batch assembled
+    from batches carries one count, of all its points."""
+    ok = np.asarray(ok, bool)
+    if ok.all():
+        return "converged"
+    causes = sorted({_POINTS_PREFIX.sub("", st) for st in statuses})
+    return (f"{int(np.count_nonzero(~ok))} of {ok.size} points not converged: "
+            + "; ".join(causes[:3]))

@@ -264,3 +264,17 @@ def test_new_physical_points_reuse_the_compiled_contour(triangle, method):
     assert r.converged and r.info["regulated"]["point_method"] == ["contour"]
     assert abs(r.value - c0_exact(12.5)) <= 1e-5 * abs(c0_exact(12.5))
     assert lowered == []
+
+
+def test_points_status_counts_all_points_once():
+    """A batch assembled from shares (devices, support groups) carries one count of its own
+    points and each share's causes without the share's count; distinct causes, sorted."""
+    from loopint.result import points_status
+    assert points_status([True, True], []) == "converged"
+    ok = [True, False, False, True, False, True, False]
+    shares = ["1 of 2 points not converged: max_evals: stopped after 1e9 evaluations",
+              "2 of 3 points not converged: extrapolation not converged (re: a; im: b)",
+              "max_evals: stopped after 1e9 evaluations"]
+    assert points_status(ok, shares) == (
+        "4 of 7 points not converged: extrapolation not converged (re: a; im: b); "
+        "max_evals: stopped after 1e9 evaluations")
