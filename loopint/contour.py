@@ -317,8 +317,10 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
             acc.batch(stage, kin, todo[start:start + CONTOUR_BATCH], contour_lambda,
                       derivatives, budget)
         todo = [i for i in todo if not acc.conv[i]]
+    hint = _next_start(stage, acc.levels[0])
     for i in todo:
-        acc.one(stage, kin, i, contour_lambda, derivatives)
+        acc.one(stage, kin, i, contour_lambda, derivatives, n_start=hint)
+        hint = _next_start(stage, acc.levels[i])
     out = {"method": stage.method, "value": acc.value[0], "error": acc.error[0],
            "converged": acc.conv, "status": acc.status, "evaluations": acc.evaluations,
            "lambda": acc.lams}
@@ -341,6 +343,19 @@ BATCH_MAX_EVALS = 10**6
 BATCH_PILOT = 1024
 
 
+def _next_start(stage, n_last: int | None) -> int | None:
+    """The first QMC level for the next point of a scan: a quarter of the previous point's
+    last level.  Neighbouring points of a scan need similar levels, and the levels below are
+    host round trips that cost more than their evaluations; on an embedded lattice sequence
+    a run started at level 2^m evaluates exactly the points (and gives the estimate, to
+    rounding) of one that climbed to it, so the hint costs nothing for a point that gets
+    there anyway and at most four times the evaluations for one that would have stopped
+    sooner.  None (the engine's own start) for other engines and lattices."""
+    if stage.method != "qmc" or stage.engine.lattice != "embedded" or not n_last:
+        return None
+    return max(int(stage.engine.n_start), int(n_last) // 4)
+
+
 class _ContourPoints:
     """Per-point results of :func:`contour_points`, filled by single runs and batches."""
 
@@ -352,16 +367,20 @@ class _ContourPoints:
         self.status = [""] * P
         self.lams = [0.0] * P
         self.cost = np.zeros(P, np.int64)
+        self.levels: list[int | None] = [None] * P     # a QMC run's last level, per point
         self.evaluations = 0
 
-    def one(self, stage, kin, i: int, contour_lambda, derivatives) -> None:
-        """Point ``i`` by a run of its own, lambda shrunk after a sign violation."""
+    def one(self, stage, kin, i: int, contour_lambda, derivatives,
+            n_start: int | None = None) -> None:
+        """Point ``i`` by a run of its own, lambda shrunk after a sign violation;
+        ``n_start``: the first QMC level (:func:`_next_start`), None for the engine's."""
         ig = stage.integrand
         point = kin[i:i + 1]
         lam = ig.deformation_lambda(point) if contour_lambda == "auto" else float(contour_lambda)
+        options = {} if n_start is None else {"n_start": n_start}
         for _ in range(CONTOUR_RETRIES + 1):
             f, w = with_derivatives(derivatives, ig.bind_deformed(point, lam))
-            r = stage.integrate(f)
+            r = stage.integrate(f, **options)
             self.evaluations += r.evaluations
             self.cost[i] += r.evaluations
             # a point where Im V(z) > 0 (the pilot grid missed it) gives NaN: a smaller
@@ -372,6 +391,7 @@ class _ContourPoints:
                      lam * CONTOUR_SHRINK)
             lam *= CONTOUR_SHRINK
         self.lams[i] = lam
+        self.levels[i] = r.info.get("n") if stage.method == "qmc" else None
         self.value[:, i] = split(r.value, self.B, 1, w)[:, 0, 0] * self.prefactor
         self.error[:, i] = scale_error(split(r.error, self.B, 1, w)[:, 0, 0], self.prefactor)
         self.conv[i] = r.converged

@@ -178,3 +178,31 @@ def test_a_physical_scan_is_batched_and_a_hard_point_runs_alone():
                  for x in s[:-1])
     batched = loopint.compute(p, {"s": s[:-1], "m": 1.0}, rtol=1e-6, contour="deform")
     assert batched.converged and batched.evaluations < single / 2
+
+
+def test_expensive_scan_points_start_at_their_neighbours_level():
+    """Two-loop physical points too expensive to batch run one by one, each later one starting
+    its embedded QMC sequence at a quarter of the previous point's last level: the same value
+    (to rounding) and the same evaluations as each point alone, and the later runs have fewer
+    levels."""
+    from loopint import contour
+    p = load(os.path.join(DIAGRAMS, "ladder_vertex_2L_k1.toml"))
+    fixed = {"mt": 1.0, "mZ": p.kinematics["mZ"]}
+    ks = [5.0, 5.3]
+    levels = []
+    one = contour._ContourPoints.one
+
+    def spy(self, stage, kin, i, *a, **k):
+        one(self, stage, kin, i, *a, **k)
+        levels.append((k.get("n_start"), self.levels[i]))
+
+    contour._ContourPoints.one = spy
+    try:
+        r = loopint.compute(p, {**fixed, "k2": ks}, rtol=1e-3)
+    finally:
+        contour._ContourPoints.one = one
+    assert r.converged and levels[0][0] is None and levels[1][0] == levels[0][1] // 4
+    alone = [loopint.compute(p, {**fixed, "k2": k}, rtol=1e-3) for k in ks]
+    assert r.evaluations == sum(a.evaluations for a in alone)
+    np.testing.assert_allclose(r.value, [a.value for a in alone], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(r.error), [abs(a.error) for a in alone], rtol=1e-9)
