@@ -344,13 +344,14 @@ BATCH_PILOT = 1024
 
 
 def _next_start(stage, n_last: int | None) -> int | None:
-    """The first QMC level for the next point of a scan: a quarter of the previous point's
-    last level.  Neighbouring points of a scan need similar levels, and the levels below are
-    host round trips that cost more than their evaluations; on an embedded lattice sequence
-    a run started at level 2^m evaluates exactly the points (and gives the estimate, to
-    rounding) of one that climbed to it, so the hint costs nothing for a point that gets
-    there anyway and at most four times the evaluations for one that would have stopped
-    sooner.  None (the engine's own start) for other engines and lattices."""
+    """The first QMC level for the next point of a scan: a quarter of the last level of the
+    previous point (``n_last``, None where it did not converge).  Neighbouring points of a
+    scan need similar levels, and the levels below are host round trips that cost more than
+    their evaluations; on an embedded lattice sequence a run started at level 2^m evaluates
+    exactly the points (and gives the estimate, to rounding) of one that climbed to it, so the
+    hint costs nothing for a point that gets there anyway, and one that would have stopped
+    sooner pays for the hint's level instead of its own.  None (the engine's own start) for
+    other engines and lattices."""
     if stage.method != "qmc" or stage.engine.lattice != "embedded" or not n_last:
         return None
     return max(int(stage.engine.n_start), int(n_last) // 4)
@@ -367,7 +368,7 @@ class _ContourPoints:
         self.status = [""] * P
         self.lams = [0.0] * P
         self.cost = np.zeros(P, np.int64)
-        self.levels: list[int | None] = [None] * P     # a QMC run's last level, per point
+        self.levels: list[int | None] = [None] * P     # a converged QMC run's last level
         self.evaluations = 0
 
     def one(self, stage, kin, i: int, contour_lambda, derivatives,
@@ -391,7 +392,7 @@ class _ContourPoints:
                      lam * CONTOUR_SHRINK)
             lam *= CONTOUR_SHRINK
         self.lams[i] = lam
-        self.levels[i] = r.info.get("n") if stage.method == "qmc" else None
+        self.levels[i] = r.info.get("n") if stage.method == "qmc" and r.converged else None
         self.value[:, i] = split(r.value, self.B, 1, w)[:, 0, 0] * self.prefactor
         self.error[:, i] = scale_error(split(r.error, self.B, 1, w)[:, 0, 0], self.prefactor)
         self.conv[i] = r.converged
