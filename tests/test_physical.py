@@ -2,10 +2,10 @@
 
 The physical test set of tests/physical_points.py: one-loop bubbles (D = 2), triangles and
 boxes with unequal masses, near and far from thresholds, the massive pentagon gamma gamma ->
-t tbar H, two-loop planar and crossed vertices and the D = 2 two-loop sunrise, all with F
-changing sign on the simplex.  Each point is computed by ``loopint.compute`` with its DEFAULT
-settings (only ``rtol``: 1e-6 one loop, 1e-4 two loops) in two unit systems ("m = 1" and
-"GeV" = m * 150) and compared with an independent reference:
+t tbar H, two-loop planar and crossed vertices, pySecDec's elliptic two-loop box and the D = 2
+two-loop sunrise, all with F changing sign on the simplex.  Each point is computed by
+``loopint.compute`` with its DEFAULT settings (only ``rtol``: 1e-6 one loop, 1e-4 two loops)
+in two unit systems ("m = 1" and "GeV" = m * 150) and compared with an independent reference:
 
 * closed forms and 1-D mpmath integrals (tests/physical_points.py; checked here against
   each other, against an explicit -i*eta integration and against pySecDec),

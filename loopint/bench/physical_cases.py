@@ -2,7 +2,7 @@
 
 The points of ``tests/physical_points.py`` (one-loop bubbles, triangles and boxes with unequal
 masses near and far from thresholds, the massive pentagon, two-loop planar and crossed
-vertices, the D = 2 two-loop sunrise) through :func:`loopint.compute` with DEFAULT settings
+vertices, pySecDec's elliptic two-loop box, the D = 2 two-loop sunrise) through :func:`loopint.compute` with DEFAULT settings
 (contour ``auto``: the deformed contour, the delta sequence as fallback) at the issue's
 tolerances: ``rtol`` 1e-6 one loop, 1e-5 two loops (``quick``: 1e-4 and 1e-3).  References:
 closed forms and 1-D mpmath integrals, or pySecDec 1.6.6
