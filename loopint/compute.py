@@ -181,9 +181,7 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     if plan.refused is not None:
         pts.refuse(plan.refused[1])
     converged = bool(np.all(pts.ok))
-    bad = [st for st, ok in zip(pts.status, pts.ok) if not ok]
-    status = points_status(pts.ok, bad) if batched else (
-        "converged" if converged else "; ".join(sorted(set(bad))))
+    status = points_status(pts.ok, [st for st, ok in zip(pts.status, pts.ok) if not ok], batched)
     seconds_this_run = time.perf_counter() - t_start
     regions = plan.regions
     return Result(

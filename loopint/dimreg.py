@@ -745,9 +745,7 @@ def compute_series(problem, s, progress, t_start: float):
         evaluations += p["evaluations"]
         info.append({"points": [int(k) for k in idx], **p["info"]})
     converged = bool(np.all(ok))
-    bad = [x for x, y in zip(status, ok) if not y]
-    st = points_status(ok, bad) if batched else (
-        "converged" if converged else "; ".join(sorted(set(bad))))
+    st = points_status(ok, [x for x, y in zip(status, ok) if not y], batched)
     pick = (lambda a: a) if batched else (lambda a: complex(a[0]))
     main = min(0, order)
     series = [({first + j: pick(val[b, :, j]) for j in range(J)},

@@ -123,15 +123,18 @@ def scale_error(e: np.ndarray, prefactor: complex) -> np.ndarray:
 _POINTS_PREFIX = re.compile(r"^\d+ of \d+ points not converged: ")
 
 
-def points_status(ok, statuses) -> str:
+def points_status(ok, statuses, batched: bool = True) -> str:
     """The status of a batch of points: ``"converged"``, or ``"n of K points not converged: "``
     followed by the distinct causes (at most three, sorted).  ``ok[K]`` flags the converged
     points; ``statuses`` are the causes, one per point or per share of the points; a share's
     own count (``"m of M points not converged: "``) is dropped, so that a batch assembled
-    from batches carries one count, of all its points."""
+    from batches carries one count, of all its points.  ``batched=False`` (one point): its
+    causes alone, without a count."""
     ok = np.asarray(ok, bool)
     if ok.all():
         return "converged"
+    if not batched:
+        return "; ".join(sorted(set(statuses)))
     causes = sorted({_POINTS_PREFIX.sub("", st) for st in statuses})
     return (f"{int(np.count_nonzero(~ok))} of {ok.size} points not converged: "
             + "; ".join(causes[:3]))
