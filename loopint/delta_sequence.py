@@ -7,7 +7,9 @@ evaluations of U and F and one compilation serves every step.  Real and imaginar
 extrapolated to delta -> 0 after each step (:func:`extrapolation.extrapolate`: Wynn's
 epsilon algorithm or rational extrapolation in delta, whichever has the smaller error
 estimate), until the extrapolation meets the tolerance (after at least ``min_terms`` terms)
-or ``terms`` deltas are spent.
+or ``terms`` deltas are spent.  With several local devices the steps run in rounds, one
+step per device (:func:`_step_devices`); a step computed alongside the one that ended the
+sequence is counted in the evaluations and left out of the table.
 
 delta_0 is scaled to the problem: the mean of |F|/U over the simplex (:func:`delta_scale`),
 so that the first regulated integral smooths the Landau singularity on the scale of F
@@ -21,6 +23,8 @@ and ``resume=True`` continues from it (:func:`load_checkpoint`).
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import hashlib
 import json
 import logging
@@ -174,33 +178,77 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
     ext = extrapolated() if rows else None
     if ext is not None:
         report(ext)
-    while n < sched.terms and not (ext is not None and n >= sched.min_terms
-                                   and np.all(ext["converged"])):
-        step = min(DELTA_STEP, sched.terms - n)
-        ds = all_deltas[n:n + step]
-        if step < DELTA_STEP:   # pad to the fixed width (same compiled kernels), drop afterwards
-            ds = np.concatenate([ds, np.full(DELTA_STEP - step, ds[-1])])
-        t0 = time.perf_counter()
-        f, w = plan.bind(stage.integrand.bind(kin, ds, real=False))
-        r = stage.integrate(f, **_iterated_scale(vals, method, w))
-        dt = time.perf_counter() - t0
-        v = split(r.value, plan.blocks, P, w).reshape(PB, -1)[:, :step]
-        e = split(r.error, plan.blocks, P, w).reshape(PB, -1)[:, :step]
-        evaluations += r.evaluations
-        for j in range(step):
-            vals.append(v[:, j])
-            errs.append(e[:, j])
-            rows.append({"delta": float(ds[j]), "bare_value": v[:, j], "bare_error": e[:, j],
-                         "value": v[:, j] * prefactor, "error": scale_error(e[:, j], prefactor),
-                         "evaluations": int(r.evaluations) if j == 0 else 0,
-                         "seconds": dt if j == 0 else 0.0, "engine_status": r.status})
-        n = len(rows)
-        if checkpoint:
-            write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
-        ext = extrapolated()
-        report(ext)
+
+    def more() -> bool:
+        return n < sched.terms and not (ext is not None and n >= sched.min_terms
+                                        and np.all(ext["converged"]))
+
+    devices = _step_devices(plan, method)
+    while more():
+        starts = range(n, min(sched.terms, n + DELTA_STEP * max(1, len(devices))), DELTA_STEP)
+        steps = [all_deltas[a:a + DELTA_STEP] for a in starts]
+        for ds, (r, dt, w) in zip(steps, _integrate_steps(plan, stage, kin, steps, vals,
+                                                          method, devices)):
+            evaluations += r.evaluations
+            if not more():       # computed alongside a step that ended the sequence
+                continue
+            step = len(ds)
+            v = split(r.value, plan.blocks, P, w).reshape(PB, -1)[:, :step]
+            e = split(r.error, plan.blocks, P, w).reshape(PB, -1)[:, :step]
+            for j in range(step):
+                vals.append(v[:, j])
+                errs.append(e[:, j])
+                rows.append({"delta": float(ds[j]), "bare_value": v[:, j],
+                             "bare_error": e[:, j], "value": v[:, j] * prefactor,
+                             "error": scale_error(e[:, j], prefactor),
+                             "evaluations": int(r.evaluations) if j == 0 else 0,
+                             "seconds": dt if j == 0 else 0.0, "engine_status": r.status})
+            n = len(rows)
+            if checkpoint:
+                write_json_atomic(checkpoint, {"fingerprint": fp, "rows": rows})
+            ext = extrapolated()
+            report(ext)
     return _outcome(ext, rows, method, prefactor, evaluations, d0, seconds_resumed,
                     plan.derivatives)
+
+
+def _step_devices(plan, method: str) -> list:
+    """The local devices that compute successive steps at the same time, one step each, or
+    none (one step at a time, each engine run sharded over the devices).  The terms of
+    different deltas are independent integrals, so the steps of a round run concurrently,
+    each on one device, and equal their one-device runs bit for bit; the data-parallel run of
+    one step (as without several devices) scales only with its evaluations, while its region
+    store and selection are repeated on every device.  Not for the iterated engine (each step takes its scale from
+    the step before) nor under :mod:`jax.distributed` (one program over every host)."""
+    if method == "iterated" or jax.process_count() > 1:
+        return []
+    from .parallel import local_devices
+    devices = local_devices(plan.settings.devices)
+    return devices if len(devices) > 1 else []
+
+
+def _integrate_steps(plan, stage, kin: np.ndarray, steps: list, vals: list, method: str,
+                     devices: list) -> list:
+    """``(result, seconds, weights)`` of the engine run of each step (its deltas, padded to
+    :data:`DELTA_STEP`, the padding dropped afterwards, so that one compilation serves all):
+    without ``devices`` one step, on the devices the engine shards over; with them the
+    steps concurrently, the j-th on ``devices[j]`` alone (a round of one step too, so that
+    every term is its one-device value)."""
+    def one(j: int, pin: bool):
+        ds = steps[j]
+        if len(ds) < DELTA_STEP:
+            ds = np.concatenate([ds, np.full(DELTA_STEP - len(ds), ds[-1])])
+        t0 = time.perf_counter()
+        with jax.default_device(devices[j]) if pin else contextlib.nullcontext():
+            f, w = plan.bind(stage.integrand.bind(kin, ds, real=False))
+            options = {"devices": 1} if pin else _iterated_scale(vals, method, w)
+            r = stage.integrate(f, **options)
+        return r, time.perf_counter() - t0, w
+
+    if not devices:
+        return [one(0, False)]
+    with concurrent.futures.ThreadPoolExecutor(len(steps), "loopint-delta") as pool:
+        return list(pool.map(one, range(len(steps)), [True] * len(steps)))
 
 
 def _iterated_scale(vals: list, method: str, weights: np.ndarray | None = None) -> dict:

@@ -173,6 +173,46 @@ def test_scan_split_over_devices_matches_one_device_and_closed_form():
                       + 1j * (np.abs(e.imag) + np.abs(one.error.imag)), one.value, 1.0)
 
 
+# ------------------------------------------------------------------ a delta sequence over devices
+DELTA_CODE = """
+    import json, numpy as np, loopint
+    p = loopint.load({path!r})
+    out = {{}}
+    for n in (1, 2, 4):
+        r = loopint.compute(p, kinematics={{"s": {s!r}, "m": 1.0}}, contour="none",
+                            method={method!r}, rtol={rtol!r}, devices=n)
+        first = lambda x: complex(np.ravel(x)[0])
+        out[n] = {{"value": [first(r.value).real, first(r.value).imag],
+                  "error": [first(r.error).real, first(r.error).imag],
+                  "status": r.status, "evaluations": r.evaluations,
+                  "deltas": [row["delta"] for row in r.table],
+                  "terms": [[first(row["value"]).real, first(row["value"]).imag]
+                            for row in r.table]}}
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("method, rtol", [("cubature", 1e-6), ("pagani", 1e-6)])
+def test_delta_sequence_steps_over_devices_equal_one_device(method, rtol):
+    """A physical point by the delta sequence: on 2 and 4 devices the steps of a round run
+    concurrently, one per device, and every term equals its one-device value bit for bit;
+    the extrapolated value is the closed form's."""
+    s = 5.0
+    out = _run(DELTA_CODE.format(path=TRIANGLE, s=s, method=method, rtol=rtol), devices=4)
+    one = out["1"]
+    exact = c0_equal(s, 1.0)
+    v1 = complex(*one["value"])
+    assert one["status"] == "converged"
+    assert abs(v1 - exact) <= 3 * abs(complex(*one["error"])) + 1e-13 * abs(exact)
+    for n in ("2", "4"):
+        other = out[n]
+        assert other["status"] == one["status"]
+        assert other["deltas"] == one["deltas"]
+        assert other["terms"] == one["terms"]
+        assert other["value"] == one["value"] and other["error"] == one["error"]
+        assert other["evaluations"] >= one["evaluations"]
+
+
 # ------------------------------------------------------------------ two processes
 def _free_port() -> int:
     with socket.socket() as s:

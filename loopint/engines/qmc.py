@@ -49,8 +49,9 @@ weight are computed in float64; with ``precision="float32"`` only the integrand 
 float32.  Points are clipped into the open box (one ulp inside each face, in the integrand's
 precision) so that no evaluation lands on a face, where the transform's weight vanishes but
 the integrand may not be finite.  Non-finite values are counted (``info["nonfinite"]``),
-contribute zero, and the status is ``"nonfinite: ..."``.  With several devices each chunk's
-indices are sharded over them (``NamedSharding``).
+contribute zero, and the status is ``"nonfinite: ..."``.  With several devices each one sums its
+share of every chunk's indices in its own loop, and the devices' sums are added once per level
+(:func:`~loopint.engines.sharding.per_device`).
 """
 
 from __future__ import annotations
@@ -78,12 +79,19 @@ log = logging.getLogger(__name__)
 
 def _chunk_points(n: int, q: int, chunk_evals: int, cpu: bool = False) -> int:
     """Indices per chunk.  On an accelerator a power of 16 times 2^12 (few distinct
-    compilations; the padding of a small level costs little there), capped.  On a CPU a fixed
+    compilations; the padding of a small level costs little there), and the memory bound
+    ``chunk_evals // q`` itself for a level of at least that many points: each chunk is an
+    iteration of a device loop, whose overhead (a host round trip for its predicate on a GPU,
+    some 40 us) exceeds a chunk's work for a cheap integrand, so a large level takes chunks as
+    large as the memory allows (2^16 indices on an H200 would spend twice the integrand's
+    time on the loop, for the 6-D Table 5.1 integral).  On a CPU a fixed
     :data:`CPU_CHUNK_POINTS`: one compilation, and a level pads at most one chunk (a chunk of
     2^16 for n = 8191 would evaluate the integrand 8 times over)."""
     cap = max(1, int(chunk_evals) // q)
     if cpu:
         return min(CPU_CHUNK_POINTS, cap)
+    if n >= cap:
+        return cap
     c = 2**12
     while c < n and c * 16 <= cap:
         c *= 16
@@ -120,40 +128,48 @@ def _build_runner(f, ndim: int, precision: str, period: str, q: int, c: int, nde
     dtype = real_dtype(precision)
     norm = base.normalize_integrand(f, ndim, dtype)
     per = periodize_mod.get(period)
-    constrain = sharding.constraint(ndev)
+    share = c // ndev                                            # indices per device
 
     def chunk(fn, z, n, count, stride, shifts, lo, span, start):
-        i = constrain(start + jnp.arange(c, dtype=jnp.int64))
+        i = start + jnp.arange(share, dtype=jnp.int64)
         valid = i < count
         k = i * stride + (stride - 1)                            # all k, or the odd k
         kz = (k[:, None] * z[None, :]) % n                       # exact in int64
-        t = kz.astype(jnp.float64) / n.astype(jnp.float64)       # (c, d)
-        t = t[None, :, :] + shifts[:, None, :]                   # (q, c, d)
+        t = kz.astype(jnp.float64) / n.astype(jnp.float64)       # (share, d)
+        t = t[None, :, :] + shifts[:, None, :]                   # (q, share, d)
         t = jnp.where(t >= 1.0, t - 1.0, t)
         x, w = per.apply(t)
-        pts = sampling.inside_box((lo + span * x).astype(dtype), lo, span).reshape(q * c, ndim)
-        y = norm.call(fn, pts).astype(jnp.float64).reshape(q, c, -1)
+        pts = sampling.inside_box((lo + span * x).astype(dtype), lo, span).reshape(
+            q * share, ndim)
+        y = norm.call(fn, pts).astype(jnp.float64).reshape(q, share, -1)
         ok = jnp.all(jnp.isfinite(y), axis=2) & valid[None, :]
         bad = jnp.sum(~jnp.all(jnp.isfinite(y), axis=2) & valid[None, :])
         wy = jnp.where(ok[:, :, None], (w[..., None] if w.ndim else w) * y, 0.0)
         return jnp.sum(wy, axis=1), bad                          # (q, M)
 
-    @jax.jit
-    def run(fn, z, n, count, stride, shifts, lo, span):
-        """Mean of ``w f`` per shift over ``count`` lattice indices: ``k = 0..n-1``
-        (``stride`` 1) or the odd ``k < n`` (``stride`` 2, ``count = n/2``)."""
+    def sums(fn, z, n, count, stride, shifts, lo, span):
+        """This device's sums over its share of every chunk of ``c`` indices, then the
+        devices' total (:func:`sharding.per_device`)."""
         n_chunks = (count + c - 1) // c
+        offset = jnp.asarray(sharding.device_index(ndev), jnp.int64) * share
 
         def body(i, st):
             s, cs, bad = st
             part, b = chunk(fn, z, n, count, stride, shifts, lo, span,
-                            jnp.asarray(i, jnp.int64) * c)
+                            jnp.asarray(i, jnp.int64) * c + offset)
             s, cs = sampling.neumaier_add(s, cs, part)
             return s, cs, bad + b
 
         zero = jnp.zeros((q, norm.n_components), jnp.float64)
         s, cs, bad = lax.fori_loop(0, n_chunks, body, (zero, zero, jnp.zeros((), jnp.int64)))
-        return (s + cs) / count.astype(jnp.float64), bad
+        return sharding.total(s + cs, ndev), sharding.total(bad, ndev)
+
+    @jax.jit
+    def run(fn, z, n, count, stride, shifts, lo, span):
+        """Mean of ``w f`` per shift over ``count`` lattice indices: ``k = 0..n-1``
+        (``stride`` 1) or the odd ``k < n`` (``stride`` 2, ``count = n/2``)."""
+        s, bad = sharding.per_device(ndev, sums)(fn, z, n, count, stride, shifts, lo, span)
+        return s / count.astype(jnp.float64), bad
 
     return norm, run
 
