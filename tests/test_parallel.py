@@ -126,6 +126,38 @@ def test_every_engine_same_result_on_1_2_4_devices():
             assert other[1] == pytest.approx(one[1], rel=1e-6, abs=1e-15), name
 
 
+QMC_HLO_CODE = """
+    import json, jax, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    from loopint.engines import base, qmc
+    from loopint.testfunctions import table51
+    bound = base.BoundIntegrand.of(table51)
+    out = {}
+    for ndev in (1, 2):
+        _, run = qmc._make_runner(bound, 6, "float64", "korobov3", 8, 4096, ndev)
+        args = (bound, np.arange(1, 7, dtype=np.int64), np.int64(8191), np.int64(8191),
+                np.int64(1), np.full((8, 6), 0.25), np.zeros(6), np.ones(6))
+        text = run.lower(*args).compile().as_text()
+        s, bad = run(*args)
+        out[ndev] = {"all-gather": text.count("all-gather("), "all-reduce": text.count("all-reduce("),
+                     "sums": np.asarray(s).ravel().tolist(), "bad": int(bad)}
+    print(json.dumps(out))
+"""
+
+
+def test_qmc_devices_move_only_their_sums():
+    """With two devices each one sums its share of every chunk: the compiled level has no
+    all-gather (a chunk sharded along its points and reshaped for the integrand would be
+    gathered onto every device), only the reductions of the sums, and the per-shift sums
+    equal the one-device ones to round-off."""
+    out = _run(QMC_HLO_CODE, devices=2)
+    one, two = out["1"], out["2"]
+    assert one["all-gather"] == one["all-reduce"] == 0
+    assert two["all-gather"] == 0 and 1 <= two["all-reduce"] <= 2
+    assert two["bad"] == one["bad"] == 0
+    assert two["sums"] == pytest.approx(one["sums"], rel=1e-13)
+
+
 # ------------------------------------------------------------------ a scan over devices
 SCAN_CODE = """
     import json, numpy as np, loopint

@@ -135,6 +135,24 @@ def test_chunking_changes_only_rounding():
     assert a.value == pytest.approx(b.value, rel=1e-13)
 
 
+@pytest.mark.parametrize("n, expected", [
+    (1021, 2**12),          # a small level: the smallest chunk
+    (8191, 2**16),          # powers of 16 times 2^12 below the memory bound ...
+    (65521, 2**16),
+    (2**19 - 1, 2**16),
+    (2**19, 2**19),         # ... and the bound itself for a level that fills it
+    (268435399, 2**19),
+])
+def test_accelerator_chunks(n, expected):
+    """On an accelerator a level of at least ``chunk_evals / q`` points takes chunks of that
+    size (each chunk is a device-loop iteration); smaller levels keep the few power-of-16
+    sizes; on a CPU the fixed chunk."""
+    evals, q = 2**22, 8
+    assert qmc._chunk_points(n, q, evals, cpu=False) == expected
+    assert qmc._chunk_points(n, q, evals, cpu=True) == qmc.CPU_CHUNK_POINTS
+    assert qmc._chunk_points(n, q, 2**14, cpu=False) <= 2**14 // q
+
+
 def _shift_means_by_hand(z, n: int, q: int, seed: int) -> np.ndarray:
     """Per-shift means of korobov3-weighted prod(1 + x^2) over the lattice {k z / n + Delta},
     k < n, with the engine's first-level shifts (numpy, independently of the engine)."""
