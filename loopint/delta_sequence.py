@@ -214,12 +214,12 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
 
 def _step_devices(plan, method: str) -> list:
     """The local devices that compute successive steps at the same time, one step each, or
-    none (one step at a time, each engine run sharded over the devices).  The terms of
+    none (one step at a time, its engine run sharded over the devices).  The terms of
     different deltas are independent integrals, so the steps of a round run concurrently,
-    each on one device, and equal their one-device runs bit for bit; the data-parallel run of
-    one step (as without several devices) scales only with its evaluations, while its region
-    store and selection are repeated on every device.  Not for the iterated engine (each step takes its scale from
-    the step before) nor under :mod:`jax.distributed` (one program over every host)."""
+    each on one device, and equal their one-device runs bit for bit; a sharded run of one
+    step shares only its evaluations, while its region store and selection are repeated on
+    every device.  Not for the iterated engine (each step takes its scale from the step
+    before) nor under :mod:`jax.distributed` (one program over every host)."""
     if method == "iterated" or jax.process_count() > 1:
         return []
     from .parallel import local_devices

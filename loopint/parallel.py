@@ -7,7 +7,8 @@ Two levels, both built on JAX's own machinery (nothing home-made for distributio
   engine pinned to that device (:func:`jax.default_device`), and the results are gathered in
   the points' order.  A single integral (or a share of one device) is data-parallel instead:
   every engine shards its integrand evaluations over the devices it is given
-  (:mod:`loopint.engines.sharding`).
+  (:mod:`loopint.engines.sharding`), except that a delta sequence computes its steps
+  concurrently, one per device (:func:`loopint.delta_sequence.run`).
 * **Across hosts** (:func:`init_distributed`, ``loopint compute --distributed``): after
   :func:`jax.distributed.initialize` every process computes its share of a scan's points
   (:func:`split_by_cost` again) on its own devices as above, and the shares are gathered on every

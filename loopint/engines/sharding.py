@@ -5,10 +5,10 @@ Every engine parallelises over the devices of its host the same way (data parall
 chunk of regions (cubature, PAGANI), the intervals of one innermost step (iterated) -- are
 split along their first axis over a one-dimensional mesh of the first ``n`` local devices
 (:func:`constraint`), and everything else (region and interval stores, selection, sums) is
-left to XLA's sharding propagation, replicated where it is small.  The sampling engines,
-whose sums need nothing of the points but their total, instead run their whole chunk loop
-once per device on its own share of every chunk (:func:`per_device`), and combine the
-devices' sums once per call.  The work a run does and the regions or intervals it selects do
+left to XLA's sharding propagation, replicated where it is small.  The QMC engine, whose
+sums need nothing of the points but their total, instead runs its whole chunk loop once per
+device on that device's share of every chunk (:func:`per_device`), and combines the devices'
+sums once per call.  The work a run does and the regions or intervals it selects do
 not depend on the device count: only the order of floating-point reductions may differ, so
 the results agree to round-off.
 
