@@ -70,7 +70,7 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
     problem, s = _normalized(target, kinematics, settings, overrides)
     n_points = _n_points(problem)
     devices = parallel.local_devices(s.devices)     # also checks the setting here
-    if n_points > 1 and not problem.diagram.regulated and checkpoint is None:
+    if n_points > 1 and checkpoint is None:
         import jax
         if jax.process_count() > 1:
             return _compute_processes(problem, s, progress, t_start)
@@ -377,7 +377,31 @@ def _outcome(r: Result) -> dict:
             "derivatives": {label: [jsonable(np.atleast_1d(d.value)),
                                     jsonable(np.atleast_1d(d.error))]
                             for label, d in (r.derivatives or {}).items()},
+            "series": None if r.coefficients is None else {
+                "value": _laurent(r.coefficients, r.coefficient_errors),
+                "derivatives": {label: _laurent(d.coefficients, d.coefficient_errors)
+                                for label, d in (r.derivatives or {}).items()}},
             "info": jsonable(r.info)}
+
+
+def _laurent(coefficients: dict, errors: dict) -> dict:
+    """Laurent coefficients ``{j: c_j}`` and their errors, per point, JSON-able."""
+    return {str(j): [jsonable(np.atleast_1d(coefficients[j])), jsonable(np.atleast_1d(errors[j]))]
+            for j in coefficients}
+
+
+def _laurent_points(parts: list, K: int, pick) -> tuple[dict, dict]:
+    """The Laurent coefficients of a batch from its shares' (``pick(outcome)``: a share's
+    :func:`_laurent`), in the points' order; an order below a share's leading pole is 0
+    there, with error 0."""
+    orders = sorted({int(j) for _, out in parts for j in pick(out)})
+    value = {j: np.zeros(K, complex) for j in orders}
+    error = {j: np.zeros(K, complex) for j in orders}
+    for idx, out in parts:
+        for j, (v, e) in pick(out).items():
+            value[int(j)][np.asarray(idx, int)] = _complex(v)
+            error[int(j)][np.asarray(idx, int)] = _complex(e)
+    return value, error
 
 
 def _point_methods(r: Result) -> list:
@@ -430,12 +454,21 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
     # as one run's info: how each physical point was computed, in the points' order
     physical = [m for m, kind in zip(point_method, region) if kind == "physical"]
     regulated = {"regulated": {"point_method": physical}} if physical else {}
+    derivatives = dpts.derivatives(req, batched=True)
+    series: dict = {}
+    if problem.diagram.regulated:       # the Laurent coefficients (loopint.dimreg)
+        coefficients, errors = _laurent_points(parts, K, lambda o: o["series"]["value"])
+        series = {"coefficients": coefficients, "coefficient_errors": errors}
+        for label, d in (derivatives or {}).items():
+            dc, de = _laurent_points(parts, K, lambda o: o["series"]["derivatives"][label])
+            derivatives[label] = Derivative(d.value, d.error, dc, de)
+        regulated["eps_order"] = 0 if s.eps_order is None else s.eps_order
     return Result(value=value, error=error, converged=converged, status=status,
                   method="+".join(sorted(methods)), prefactor=s.prefactor, delta=[],
                   evaluations=int(evaluations), seconds=time.perf_counter() - t_start,
                   device=device_name(), diagram=problem.diagram.name,
                   kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
                   settings=s.to_dict(), region=region,
-                  derivatives=dpts.derivatives(req, batched=True),
+                  derivatives=derivatives, **series,
                   info={kind: shares, "point_converged": ok.tolist(),
                         "region_method": region_method, **regulated})

@@ -205,6 +205,49 @@ def test_scan_split_over_devices_matches_one_device_and_closed_form():
                       + 1j * (np.abs(e.imag) + np.abs(one.error.imag)), one.value, 1.0)
 
 
+# ------------------------------------------------------------------ a regulated scan over devices
+DIMREG_S = [-3.0, 1.0, 6.0, 10.0]      # Euclidean, below and above the threshold 4 m^2
+DIMREG_CODE = """
+    import json, numpy as np, loopint
+    d = loopint.Diagram.from_graph(internal_lines=[["m", [1, 2]], ["m", [2, 1]]],
+                                   external_lines=[["p1", 1], ["p2", 2]],
+                                   scalar_products={{"p1*p1": "s"}}, dimension="4 - 2*eps")
+    out = {{}}
+    for n in (1, 2, 4):
+        r = loopint.compute(d, kinematics={{"s": np.array({s!r}), "m": 1.0}}, eps_order=1,
+                            rtol=1e-6, devices=n)
+        out[n] = {{"ok": r.info["point_converged"], "status": r.status,
+                  "shares": len(r.info.get("device_shares", [0])),
+                  "coefficients": {{j: [[v.real, v.imag] for v in c]
+                                   for j, c in r.coefficients.items()}},
+                  "errors": {{j: [[v.real, v.imag] for v in c]
+                             for j, c in r.coefficient_errors.items()}}}}
+    print(json.dumps(out))
+"""
+
+
+def test_regulated_scan_split_over_devices():
+    """A scan of the dimensionally regulated bubble shared out over 2 and 4 devices: the same
+    statuses and Laurent orders as on one device, every coefficient within the errors of both
+    runs and of the closed form (mpmath)."""
+    import dimreg_points as dp
+    out = _run(DIMREG_CODE.format(s=DIMREG_S), devices=4)
+    one = out["1"]
+    assert one["shares"] == 1 and all(one["ok"])
+    for n in ("2", "4"):
+        r = out[n]
+        assert r["shares"] == int(n) and r["ok"] == one["ok"] and r["status"] == one["status"]
+        assert sorted(r["coefficients"]) == sorted(one["coefficients"])
+    for i, s in enumerate(DIMREG_S):
+        exact = dp.bubble(s, 1.0, 1.0, (1, 1), 1)
+        for j, ref in exact.items():
+            for n in ("1", "2", "4"):
+                v = complex(*out[n]["coefficients"][str(j)][i])
+                e = complex(*out[n]["errors"][str(j)][i])
+                tol = 5 * abs(e) + 1e-12 * abs(ref)
+                assert abs(v - ref) <= tol, (s, j, n, v, ref, e)
+
+
 # ------------------------------------------------------------------ a delta sequence over devices
 DELTA_CODE = """
     import json, numpy as np, loopint
@@ -302,3 +345,42 @@ def test_scan_over_two_processes_with_jax_distributed(tmp_path):
     error = np.array([float(r["err_re"]) + 1j * float(r["err_im"]) for r in rows])
     assert all(r["converged"] == "True" for r in rows)
     assert _close(value, error, np.array([c0_equal(x, 1.0) for x in s]))
+
+
+BUBBLE_TOML = """
+[diagram]
+name = "bubble-eq-dimreg"
+dimension = "4 - 2*eps"
+internal_lines = [["m", [1, 2]], ["m", [2, 1]]]
+external_lines = [["p1", 1], ["p2", 2]]
+
+[diagram.scalar_products]
+"p1*p1" = "s"
+
+[kinematics]
+s = -3.0
+m = 1.0
+"""
+
+
+def test_regulated_scan_over_two_processes(tmp_path):
+    """A scan of a dimensionally regulated integral under jax.distributed: the points are
+    shared out over the processes and process 0 writes every point's Laurent coefficients,
+    each within its errors of the closed form (mpmath)."""
+    import dimreg_points as dp
+    path = tmp_path / "bubble.toml"
+    path.write_text(BUBBLE_TOML)
+    _two_processes(["scan", str(path), "--param", "s=-3:10:4", "--eps-order", "1", "--rtol",
+                    "1e-6", "--quiet"],
+                   [["--json", str(tmp_path / f"out{i}.json")] for i in range(2)])
+    assert not (tmp_path / "out1.json").exists()
+    with open(tmp_path / "out0.json") as fh:
+        out = json.load(fh)
+    shares = out["info"]["process_shares"]
+    assert len(shares) == 2 and sorted(sum((x["points"] for x in shares), [])) == [0, 1, 2, 3]
+    assert out["converged"]
+    for i, s in enumerate(np.linspace(-3.0, 10.0, 4)):
+        for j, ref in dp.bubble(s, 1.0, 1.0, (1, 1), 1).items():
+            v = complex(*out["coefficients"][str(j)][i])
+            e = complex(*out["coefficient_errors"][str(j)][i])
+            assert abs(v - ref) <= 5 * abs(e) + 1e-12 * abs(ref), (s, j, v, ref, e)
