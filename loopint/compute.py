@@ -237,7 +237,7 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
                                plan.derivatives)
         pts.methods.add(c_out["method"])
         pts.evaluations += c_out["evaluations"]
-        info.update(contour_method=c_out["method"], domain_contour="sectors",
+        info.update(contour_method=c_out["method"], domain_contour=plan.contour.domain,
                     **{"lambda": c_out["lambda"]})
         if progress:
             progress({"stage": "contour", "value": c_out["value"], "error": c_out["error"],

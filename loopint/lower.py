@@ -31,8 +31,9 @@ Domains (``domain=``):
     evaluated as one cube integrand, a scan over the sectors.
   * ``"simplex"``: x_1..x_{N-1} are the simplex coordinates themselves (sum <= 1), x_N = 1 - sum,
     Jacobian 1: for the iterated engine, which integrates with variable limits.
-The deformed contour of the primary sectors (a second method for the physical region) is
-:class:`loopint.contour.ContourIntegrand`, an Integrand that can also be bound there.
+The deformed contour (a second method for the physical region, over the primary or the
+decomposed sectors) is :class:`loopint.contour.ContourIntegrand`, an Integrand that can also be
+bound there.
 
 Boundary transformations (``transform=``, cube domains only): ``"none"``, ``"sidi<m>"``,
 ``"korobov<r>"``, ``"baker"`` (see :mod:`loopint.engines.periodize`), applied per axis with

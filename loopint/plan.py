@@ -240,7 +240,7 @@ def contour_method(s: Settings, ndim: int) -> str:
     lives on the sectors' cubes."""
     method = s.method if s.method != "auto" else engines.choose_method(ndim, "contour")
     if method == "iterated":
-        raise SpecError("method: contour deformation integrates over the primary-sector cubes: "
+        raise SpecError("method: contour deformation integrates over the sectors' cubes: "
                         "use a cube engine (cubature, pagani, qmc, mc), not 'iterated'")
     return method
 
@@ -272,14 +272,23 @@ def domain_for(s: Settings, method: str, diagram: Diagram | None = None) -> str:
     return s.domain
 
 
-CONTOUR_QMC = {"lattice": "embedded", "periodize": "korobov5"}
-"""QMC options on the deformed contour.  Its two-loop integrands converge there sooner with
-the embedded sequence and the degree-5 Korobov transform at tight tolerances, and cost about
-twice the evaluations at loose ones (``python -m loopint.bench.contour_cases --scan``, table
-in the README: pySecDec's elliptic two-loop box at rtol 1e-5 converges with these options for
-seeds 1-6, though not for the default seed 0 within 1e9 evaluations, and with the prime ladder
-for none; the k^2/m_t^2 = 5 ladder vertex at rtol 1e-6 takes a quarter of the evaluations; a
-100-point scan at rtol 1e-4 twice as many)."""
+CONTOUR_QMC = {"lattice": "embedded", "periodize": "korobov3"}
+"""QMC options on the deformed contour: the embedded lattice sequence (each level reuses the
+points of the levels before it) and the degree-3 Korobov transform.  On the decomposed
+sectors (:func:`contour_domain`) the two-loop points of the physical test set converge at
+rtol 1e-5 with 2-16 times fewer evaluations than with the degree-5 transform (seeds 0-2 of
+pySecDec's elliptic box, the planar ladder at k^2/m_t^2 = 6 and the crossed vertex);
+``python -m loopint.bench.contour_cases`` compares the variants."""
+
+
+def contour_domain(s: Settings, diagram: Diagram) -> str:
+    """The domain of the deformed contour's integrand: ``s.domain`` when it is given, else
+    the decomposed sectors where the diagram has blow-ups (:func:`has_blowups`), on which the
+    deformed integrand is smooth (:meth:`loopint.contour.ContourIntegrand.bind_deformed`),
+    and the primary sectors otherwise."""
+    if s.domain != "auto":
+        return s.domain
+    return "decomposed" if has_blowups(diagram) else "sectors"
 
 
 def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
@@ -381,8 +390,8 @@ def physical_methods(diagram: Diagram, s: Settings) -> tuple[tuple, str]:
     why = ""
     if s.method == "iterated":
         why = "method 'iterated' integrates the delta sequence only"
-    elif s.domain not in ("auto", "sectors"):
-        why = f"domain {s.domain!r} is not the primary sectors of the contour"
+    elif s.domain not in ("auto", "sectors", "decomposed"):
+        why = f"domain {s.domain!r} is not a domain of the contour (the sectors)"
     elif s.delta != "auto":
         why = f"delta0 = {s.delta} given: the delta sequence was asked for"
     elif verdict(diagram).singular_faces:
@@ -476,22 +485,24 @@ class RunPlan:
 
     @functools.cached_property
     def contour(self) -> Stage:
-        from .contour import ContourIntegrand
+        from .contour import CONTOUR_DOMAINS, ContourIntegrand
         s = self.settings
         method = contour_method(s, self.ndim)
-        if s.domain not in ("auto", "sectors"):
-            raise SpecError(f"domain: contour deformation uses domain 'sectors', not {s.domain!r}")
+        if s.domain not in ("auto",) + CONTOUR_DOMAINS:
+            raise SpecError(f"domain: the deformed contour is integrated over the domains "
+                            f"{', '.join(CONTOUR_DOMAINS)}, not {s.domain!r}")
         if verdict(self.diagram).singular_faces:
-            raise SpecError("contour: the deformed contour integrates over the primary sectors, "
-                            "where this integrand has integrable singularities at the boundary "
+            raise SpecError("contour: the deformed contour integrates over the sectors, where "
+                            "this integrand has integrable singularities at the boundary "
                             "(sector exponents between -1 and 0, see `loopint show`); use "
                             "contour 'none' (the delta sequence over the decomposed sectors)")
-        ig = integrand(self.diagram, "sectors", s.transform, s.precision, kind=ContourIntegrand)
+        domain = contour_domain(s, self.diagram)
+        ig = integrand(self.diagram, domain, s.transform, s.precision, kind=ContourIntegrand)
         engine = make_engine(method, s, self.ndim,
                              stop_on_nonfinite=method in ("cubature", "qmc"))
         if method == "qmc":
             engine = dataclasses.replace(engine, **CONTOUR_QMC)
-        return Stage(method, "sectors", ig, engine, engine_domain(method, "sectors", self.ndim),
+        return Stage(method, domain, ig, engine, engine_domain(method, domain, self.ndim),
                      s.rtol, self.bare_atol, int(s.max_evals))
 
     @functools.cached_property

@@ -50,7 +50,8 @@ class Settings:
         delta_q: ratio q of delta_j = delta0 q^-j; delta_terms: maximum sequence length;
         delta_min_terms: terms computed before the first extrapolation is trusted.
         contour: how physical points are computed: 'auto' (default: delta = 0 on a deformed
-        contour (primary sectors, a cube engine; :meth:`loopint.contour.ContourIntegrand.bind_deformed`),
+        contour (the decomposed sectors where the diagram has blow-ups, else the primary ones;
+        a cube engine; :meth:`loopint.contour.ContourIntegrand.bind_deformed`),
         and the delta sequence for the points where the contour does not converge or cannot
         be used), 'deform' (the contour only) or 'none' (the delta sequence only);
         contour_lambda: 'auto' or the deformation strength; cross_check: compute physical

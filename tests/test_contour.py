@@ -1,9 +1,11 @@
 """Contour deformation (``contour = "deform"``): the physical region at delta = 0 on a deformed
-contour in the primary sectors, a second method beside the delta sequence.
+contour in the primary or the decomposed sectors, a second method beside the delta sequence.
 
 Checked against closed forms (C0 above threshold), against the undeformed integral where no
 deformation is needed (Euclidean points, 2 and 3 dimensions: the Jacobian determinant), for
-independence of the deformation strength, and for an invalid deformation being reported.
+independence of the deformation strength, for an invalid deformation being reported, and, on
+pySecDec's elliptic two-loop box, for the decomposed sectors and the lattice pilot that the
+default uses (against pySecDec's value).
 """
 
 import os
@@ -180,12 +182,13 @@ def test_a_physical_scan_is_batched_and_a_hard_point_runs_alone():
     assert batched.converged and batched.evaluations < single / 2
 
 
-def test_expensive_scan_points_start_at_their_neighbours_level():
-    """Two-loop physical points too expensive to batch run one by one, each later one starting
-    its embedded QMC sequence at a quarter of the previous point's last level: the same value
-    (to rounding) and the same evaluations as each point alone, and the later runs have fewer
-    levels."""
+def test_expensive_scan_points_start_at_their_neighbours_level(monkeypatch):
+    """Two-loop physical points too expensive to batch (here: every point, by a batching
+    bound of 0 evaluations) run one by one, each later one starting its embedded QMC
+    sequence at a quarter of the previous point's last level: the same value (to rounding)
+    and the same evaluations as each point alone, and the later runs have fewer levels."""
     from loopint import contour
+    monkeypatch.setattr(contour, "BATCH_MAX_EVALS", 0)
     p = load(os.path.join(DIAGRAMS, "ladder_vertex_2L_k1.toml"))
     fixed = {"mt": 1.0, "mZ": p.kinematics["mZ"]}
     ks = [5.0, 5.3]
@@ -206,3 +209,83 @@ def test_expensive_scan_points_start_at_their_neighbours_level():
     assert r.evaluations == sum(a.evaluations for a in alone)
     np.testing.assert_allclose(r.value, [a.value for a in alone], rtol=1e-12)
     np.testing.assert_allclose(np.abs(r.error), [abs(a.error) for a in alone], rtol=1e-9)
+
+
+# ----------------------------------------------------------- the contour on decomposed sectors
+def _elliptic():
+    """pySecDec's elliptic two-loop box at s = 90 (the physical test set's point) and its
+    reference (pySecDec 1.6.6, epsrel 1e-8)."""
+    import sys
+    sys.path.insert(0, HERE)
+    import physical_points as pp
+    p = pp.POINTS_BY_ID["elliptic2L_s90"]
+    d = loopint.Diagram.from_graph(**pp.DIAGRAMS[p["diagram"]], dimension=p["dimension"])
+    ref, ref_err, _ = pp.reference(p)
+    return d, p["kinematics"], ref, ref_err
+
+
+def _qmc(f, ndim, points, periodize="korobov3"):
+    from loopint.engines.base import Box
+    from loopint.engines.qmc import QuasiMonteCarlo
+    e = QuasiMonteCarlo(lattice="embedded", periodize=periodize, boundary_check=False,
+                        stop_on_nonfinite=True, max_log2=int(np.log2(points)))
+    return e.integrate(f, Box.cube(ndim), rtol=1e-14, max_evals=8 * (2 * points))
+
+
+def test_decomposed_sectors_carry_the_same_contour_and_smooth_it():
+    """The same contour seen through the 22 decomposed sectors of the elliptic box instead of
+    its 6 primary charts: both integrals equal pySecDec's value (Cauchy: one contour, two
+    parametrizations), and a lattice rule of 2^16 points is far more accurate on the
+    decomposed sectors, where the deformed integrand is smooth (the reason the contour uses
+    them).  Each error estimate is honest."""
+    d, kin, ref, ref_err = _elliptic()
+    prim = Integrand(d, domain="sectors")
+    dec = Integrand(d, domain="decomposed")
+    assert len(dec.sectors) > prim.N
+    lam = prim.deformation_lambda(kin)
+    x = np.random.default_rng(3).random((64, prim.ndim))
+    assert np.all(np.isfinite(np.asarray(dec.bind_deformed(kin, lam)(x))))
+    errors = {}
+    for name, ig in (("primary", prim), ("decomposed", dec)):
+        r = _qmc(ig.bind_deformed(kin, lam), ig.ndim, 2**16)
+        assert r.info["nonfinite"] == 0
+        v, e = complex(r.value[0]), complex(r.error[0])
+        assert abs(v.real - ref.real) <= 3 * e.real + 3 * ref_err, name
+        assert abs(v.imag - ref.imag) <= 3 * e.imag + 3 * ref_err, name
+        errors[name] = abs(v - ref)
+    assert errors["decomposed"] < errors["primary"] / 10
+    assert errors["decomposed"] < 1e-4 * abs(ref)
+
+
+def test_lattice_pilot_prefers_the_smooth_contour():
+    """On the decomposed sectors of the elliptic box the smallest pilot variance is at a
+    strength where the lattice rule stalls; the lattice pilot (the error of a small
+    randomized lattice rule, :class:`loopint.contour.LatticePilot`) picks a stronger
+    deformation, on which 2^20 lattice points are at least 10 times more accurate."""
+    from loopint.contour import LatticePilot
+    d, kin, ref, _ = _elliptic()
+    dec = Integrand(d, domain="decomposed")
+    by_variance = dec.deformation_lambda(kin)
+    by_lattice = dec.deformation_lambda(kin, pilot=LatticePilot("korobov3"))
+    assert by_lattice > by_variance
+    err = {lam: abs(complex(_qmc(dec.bind_deformed(kin, lam), dec.ndim, 2**20).value[0]) - ref)
+           for lam in (by_variance, by_lattice)}
+    assert err[by_lattice] < err[by_variance] / 10
+    # the batched pilot (one call per candidate for several points) agrees point by point
+    pts = np.repeat(dec.kinematics_array(kin), 2, axis=0)
+    batch = dec.deformation_lambdas(pts, 4096, LatticePilot("korobov3"))
+    np.testing.assert_allclose(batch, by_lattice, rtol=1e-12)
+
+
+def test_compute_takes_the_decomposed_contour_for_two_loops():
+    """By default a two-loop physical point is integrated on the contour over the decomposed
+    sectors (reported as ``domain_contour``), converges, and is honest against pySecDec."""
+    d, kin, ref, ref_err = _elliptic()
+    r = loopint.compute(d, kin, rtol=1e-4)
+    assert r.converged and r.info["regulated"]["point_method"] == ["contour"]
+    assert r.info["regulated"]["domain_contour"] == "decomposed"
+    v, e = complex(r.value), complex(r.error)
+    assert abs(v.real - ref.real) <= 3 * e.real + 3 * ref_err
+    assert abs(v.imag - ref.imag) <= 3 * e.imag + 3 * ref_err
+    with pytest.raises(ValueError, match="domains"):
+        Integrand(d, domain="simplex").bind_deformed(kin, 0.1)

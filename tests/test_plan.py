@@ -348,12 +348,16 @@ def test_physical_methods_default_is_contour_then_delta(above):
 def test_physical_methods_follow_the_contour_setting(above):
     assert physical_methods(above.diagram, settings(contour="none")) == (("delta",), "")
     assert physical_methods(above.diagram, settings(contour="deform")) == (("contour",), "")
+    # both sector domains carry the contour
+    for domain in ("sectors", "decomposed"):
+        assert physical_methods(above.diagram, settings(domain=domain)) == \
+            (("contour", "delta"), "")
 
 
 @pytest.mark.parametrize("kw,why", [
     (dict(method="iterated"), "method 'iterated' integrates the delta sequence only"),
     (dict(delta=0.5), "delta0 = 0.5 given"),
-    (dict(domain="decomposed"), "domain 'decomposed' is not the primary sectors"),
+    (dict(domain="sequential"), "domain 'sequential' is not a domain of the contour"),
 ])
 def test_physical_methods_without_the_contour_say_why(above, kw, why):
     how, reason = physical_methods(above.diagram, settings(**kw))
@@ -413,7 +417,8 @@ def test_plan_of_a_batch_classifies_each_point(below):
 
 def test_delta_terms_by_cubature_get_the_cubature_factor():
     """The two-loop ladder above threshold: blow-ups, so cubature over the decomposed
-    sectors in 5 dimensions; its contour by lattices (5 > 4 dimensions)."""
+    sectors in 5 dimensions; its contour by lattices (5 > 4 dimensions), also over the
+    decomposed sectors."""
     prob = problem("ladder_vertex_2L_k5")
     p = plan_at(prob)
     rtol = prob.settings.rtol
@@ -425,7 +430,9 @@ def test_delta_terms_by_cubature_get_the_cubature_factor():
     assert dl.rtol == pytest.approx(rtol * DELTA_RTOL_FACTOR_CUBATURE, rel=1e-15)
     assert dl.engine.error_estimate == "global" and dl.engine.boundary_check is False
     assert p.contour.method == "qmc" and p.contour.engine.seed == prob.settings.seed
-    assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("embedded", "korobov5")
+    assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("embedded", "korobov3")
+    assert p.contour.domain == p.contour.integrand.domain == "decomposed"
+    assert plan_at(prob, prob.settings.updated(domain="sectors")).contour.domain == "sectors"
 
 
 def test_bare_atol_divides_out_the_prefactor():
@@ -478,8 +485,10 @@ def test_stages_are_built_and_checked_on_first_use(above):
 
 
 def test_contour_stage_refuses_a_domain_other_than_sectors(above, singular_triangle):
-    with pytest.raises(SpecError, match=r"^domain: contour deformation uses domain 'sectors'"):
-        plan_at(above, settings(domain="decomposed")).contour
+    with pytest.raises(SpecError, match=r"^domain: the deformed contour is integrated over "
+                                        r"the domains sectors, decomposed, not 'sequential'"):
+        plan_at(above, settings(domain="sequential")).contour
+    assert plan_at(above, settings(domain="decomposed")).contour.domain == "decomposed"
     p = plan_at(above)
     p_singular = RunPlan(p.problem, p.settings, singular_triangle, p.kin, p.regions,
                          p.prefactor, p.ndim)

@@ -45,8 +45,8 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
       surface): the iterated engine with absolute inner tolerances, except over decomposed
       sectors (``decomposed=True``, a multi-loop diagram whose U or F vanishes inside the
       boundary) of up to 6 dimensions, where cubature needs fewer evaluations.
-    - ``"contour"`` (a Feynman integrand on the deformed contour, over the primary sectors'
-      cubes): cubature up to 4 dimensions, lattices above (two-loop diagrams, where QMC
+    - ``"contour"`` (a Feynman integrand on the deformed contour, over the primary or the
+      decomposed sectors' cubes): cubature up to 4 dimensions, lattices above (two-loop diagrams, where QMC
       needs fewer evaluations for the same error).
     - ``"series"`` (the subtracted sector integrands of an epsilon expansion, with logarithms
       at the faces): cubature in one dimension, lattices from two, where cubature slows down
