@@ -61,7 +61,7 @@ def _is_slow(p) -> bool:
 
 
 ONE_LOOP = [pytest.param(p["id"], id=p["id"]) for p in pp.POINTS if not _is_slow(p)]
-# the two-loop points and the pentagon (30 s of CPU per unit system)
+# the two-loop points and the pentagon (3 s and 15 s of a 2-core CPU for both unit systems)
 SLOW = [pytest.param(p["id"], id=p["id"], marks=pytest.mark.slow) for p in pp.POINTS
         if _is_slow(p)]
 
