@@ -354,8 +354,9 @@ def _regulator(r) -> str:
                                               else ""))
     many = len(regions) > 1
     if how["contour"]:
-        parts.append("contour deformation (delta = 0 on a deformed contour), physical region"
-                     + (f" at {how['contour']} points" if many else ""))
+        where = " over the decomposed sectors" if reg.get("domain_contour") == "decomposed" else ""
+        parts.append(f"contour deformation (delta = 0 on a deformed contour{where}), physical "
+                     "region" + (f" at {how['contour']} points" if many else ""))
     if how["delta sequence"] and r.table:
         parts.append(f"delta sequence, {len(r.table)} terms, {r.table[0]['delta']:.4g} .. "
                      f"{r.table[-1]['delta']:.4g}, extrapolated to 0 (physical region)"

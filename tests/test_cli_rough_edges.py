@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DIAGRAMS = ROOT / "diagrams"
 BELOW = DIAGRAMS / "triangle_below_threshold.toml"
 ABOVE = DIAGRAMS / "triangle_above_threshold.toml"
+K5 = DIAGRAMS / "ladder_vertex_2L_k5.toml"
 
 TRIANGLE = '''
 [diagram]
@@ -167,6 +168,11 @@ def test_summary_and_json_say_how_the_point_was_computed(tmp_path, capsys):
     assert lines["euclidean"].split(None, 1)[1] == "0 (Euclidean region)"
     assert "contour deformation (delta = 0 on a deformed contour), physical region" in lines["contour"]
     assert "Euclidean" not in lines["contour"]
+    # a two-loop point: the contour over the decomposed sectors, as the summary says
+    rc, stdout, err = run_main(capsys, "compute", K5, "--rtol", "1e-3", "--quiet")
+    assert rc == 0, err
+    assert ("contour deformation (delta = 0 on a deformed contour over the decomposed sectors), "
+            "physical region") in stdout
     n = len(data["sequence"]["delta"])
     assert f"{n} terms" in lines["sequence"] and "physical region" in lines["sequence"]
     assert data["euclidean"]["delta"] == [] and data["euclidean"]["region"] == "euclidean"
