@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from functools import partial
+from functools import lru_cache, partial
 from typing import Mapping
 
 import jax
@@ -81,9 +81,9 @@ class ContourIntegrand(Integrand):
         near the faces: bounded after the charts' measure, but not smooth, and a lattice
         rule then converges like 1/n at best.  In the blown-up coordinates it is a monomial
         times a smooth function (pySecDec deforms after sector decomposition for the same
-        reason; Borowka et al. 2018).  On pySecDec's elliptic two-loop box at s = 90, 2^20
-        points of the embedded lattice with the degree-3 Korobov transform are 4e-8 off
-        there, and 5e-5 off on the primary charts of the same contour.
+        reason; Borowka et al. 2018).  On pySecDec's elliptic two-loop box a lattice rule of
+        2^16 points is more than ten times more accurate there than on the primary charts of
+        the same contour (``tests/test_contour.py``).
         """
         if self.domain not in CONTOUR_DOMAINS:
             raise ValueError(f"contour deformation is implemented for the domains "
@@ -121,10 +121,10 @@ class ContourIntegrand(Integrand):
         :class:`LatticePilot`, for a QMC run) the eligible candidate with the smallest error
         estimate of that small randomized lattice rule wins instead, and its points must be
         valid too: a lattice rule pays for the integrand's roughness, which the variance
-        does not see (on the decomposed sectors of pySecDec's elliptic two-loop box the
-        smallest variance is at c = 4, where 2^20 lattice points are 8e-7 off; the lattice
-        pilot takes c = 8, where they are 4e-8 off).  When none is eligible, lam0/4 is halved
-        until valid.
+        does not see (on the decomposed sectors of pySecDec's elliptic two-loop box 2^20
+        lattice points are more than ten times more accurate at the lattice pilot's strength
+        than at the smallest variance's, ``tests/test_contour.py``).  When none is eligible,
+        lam0/4 is halved until valid.
         """
         kin = self._kin(kinematics)
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
@@ -137,7 +137,7 @@ class ContourIntegrand(Integrand):
         for vals in np.asarray(self._candidates_jit(kin, cands, t)):
             ok.append(bool(np.all(np.isfinite(vals))))
             var.append(float(np.var(vals.real) + np.var(vals.imag)) if ok[-1] else np.inf)
-        if pilot is not None:
+        if pilot is not None:       # the lattice rule's error replaces the variance
             x, w = pilot.nodes(self.ndim)
             # in slices of the grid's shape: the compiled pilot serves both
             vals = np.concatenate([np.asarray(self._candidates_jit(kin, cands, xs))
@@ -170,8 +170,9 @@ class ContourIntegrand(Integrand):
         for c in LAMBDA_FACTORS:
             vals = np.asarray(self._deformed_points_jit(kin, jnp.asarray(c * lam0), t))
             ok.append(np.all(np.isfinite(vals), axis=0))
-            v = np.var(vals.real, axis=0) + np.var(vals.imag, axis=0)
-            if pilot is not None:
+            if pilot is None:
+                v = np.var(vals.real, axis=0) + np.var(vals.imag, axis=0)
+            else:
                 vals = np.concatenate([np.asarray(self._deformed_points_jit(
                     kin, jnp.asarray(c * lam0), xs)) for xs in _slices(x, n, self.rdtype)])
                 v = pilot.error(vals * w[:, None])
@@ -285,12 +286,10 @@ class ContourIntegrand(Integrand):
         # compilation time) does not grow with their number
         if self.domain == "decomposed":
             # a sector's map x = t^A and its Jacobian t^J as one product exp(log t M^T), M the
-            # exponents [N + 1, d]: the columns come out of one small matrix product.  Exact
-            # powers picked by selects (as the delta integrand forms them) are recomputed on a
-            # GPU inside every fusion that reads x, which doubles the time of this integrand
-            # there (3.4e7 evaluations of the k^2/m_t^2 = 5 ladder: 0.53 s against 0.24 s on
-            # an H200).  The relative error, ~1e-14, moves the point along the contour, whose
-            # map and Jacobian stay consistent.
+            # exponents [N + 1, d]: the columns come out of one small matrix product, which a
+            # GPU computes once per sector (exact powers picked by selects, as the delta
+            # integrand forms them, are recomputed inside every fusion that reads x).  The
+            # relative error, ~1e-14, moves the point; map and Jacobian stay consistent.
             A, J = self._maps
             logt = jnp.log(jnp.maximum(t, _T_MIN.get(self.precision, 1e-20)))
 
@@ -324,9 +323,11 @@ class LatticePilot:
     points: int = 2**12
     shifts: int = 8
 
+    @lru_cache(maxsize=16)
     def nodes(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """The pilot's points ``x[shifts * points, d]`` in the unit cube and their weights
-        (the transform's Jacobian), shift by shift."""
+        (the transform's Jacobian), shift by shift; made once per pilot and dimension (every
+        point of a scan uses them)."""
         from .engines import lattice, periodize
         z = lattice.embedded_vector(d)
         k = np.arange(self.points, dtype=np.int64)
