@@ -389,7 +389,16 @@ def _print_series(r) -> None:
     print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
           f"{info['sector_poles']} poles per sector; {how}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
-    print(f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s")
+    print(_time_line(r))
+
+
+def _time_line(r) -> str:
+    """Evaluations and time, with the part of this call spent making kernels (tracing,
+    lowering, compiling or loading them from the compilation cache) when it is noticeable."""
+    line = f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s"
+    t = r.info.get("timing") or {}
+    making = sum(t.get(k, 0.0) for k in ("trace", "lower", "compile", "cache_load"))
+    return line + (f" (compiling {making:.3g} s)" if making >= 0.05 else "")
 
 
 def _print_derivatives(r) -> None:
@@ -426,7 +435,7 @@ def _print_result(r, reference=None) -> None:
               f"(difference {abs(diff):.2g}; {reference.source})")
     print(f"delta       {_regulator(r)}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
-    print(f"evaluations {r.evaluations:.4g}   time {r.seconds:.3g} s")
+    print(_time_line(r))
 
 
 def _kinematics_message(e) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping
 
+import jax
 import numpy as np
 
 from . import delta_sequence, parallel
@@ -38,6 +39,7 @@ from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
 from .problem import Problem, Settings, check_kinematics, validate_settings
 from .result import Result, device_name, points_status, scale_error
+from .timing import compile_clock
 
 __all__ = ["Result", "compute", "device_name"]
 
@@ -64,19 +66,23 @@ def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = No
             a :class:`~loopint.problem.SpecError` naming the file.
 
     Returns:
-        :class:`~loopint.result.Result` (value, error, converged, status, table, ...).
+        :class:`~loopint.result.Result` (value, error, converged, status, table, ...);
+        ``info["timing"]`` splits the call's wall time into JAX's tracing, lowering,
+        compilation and loads from the compilation cache, and the rest (:mod:`loopint.timing`).
     """
     t_start = time.perf_counter()
     problem, s = _normalized(target, kinematics, settings, overrides)
     n_points = _n_points(problem)
     devices = parallel.local_devices(s.devices)     # also checks the setting here
-    if n_points > 1 and checkpoint is None:
-        import jax
-        if jax.process_count() > 1:
-            return _compute_processes(problem, s, progress, t_start)
-        if len(devices) > 1:
-            return _compute_devices(problem, s, progress, t_start)
-    return _compute_here(problem, s, progress, checkpoint, resume, t_start)
+    with compile_clock() as clock:
+        if n_points > 1 and checkpoint is None and jax.process_count() > 1:
+            result = _compute_processes(problem, s, progress, t_start)
+        elif n_points > 1 and checkpoint is None and len(devices) > 1:
+            result = _compute_devices(problem, s, progress, t_start)
+        else:
+            result = _compute_here(problem, s, progress, checkpoint, resume, t_start)
+    result.info["timing"] = clock.split(time.perf_counter() - t_start)
+    return result
 
 
 def _compute_here(problem: Problem, s: Settings, progress, checkpoint, resume,

@@ -286,15 +286,22 @@ class ContourIntegrand(Integrand):
         # compilation time) does not grow with their number
         if self.domain == "decomposed":
             # a sector's map x = t^A and its Jacobian t^J as one product exp(log t M^T), M the
-            # exponents [N + 1, d]: the columns come out of one small matrix product, which a
-            # GPU computes once per sector (exact powers picked by selects, as the delta
-            # integrand forms them, are recomputed inside every fusion that reads x).  The
-            # relative error, ~1e-14, moves the point; map and Jacobian stay consistent.
+            # exponents [N + 1, d], formed once per sector (exact powers picked by selects, as
+            # the delta integrand forms them, are recomputed inside every fusion that reads
+            # x).  The contraction over d is a matrix product on a CPU and an elementwise
+            # product summed over d elsewhere, which a GPU fuses with the exponential (on an
+            # H200 the k5 ladder's integrand then compiles and runs faster; on a CPU the
+            # matrix product is the faster one).  The relative error, ~1e-14, moves the
+            # point; map and Jacobian stay consistent.
             A, J = self._maps
             logt = jnp.log(jnp.maximum(t, _T_MIN.get(self.precision, 1e-20)))
+            by_product = _contract_by_product()
 
             def sector(total, m):
-                x = jnp.exp(logt @ m.T)                                    # [n, N + 1]
+                if by_product:
+                    x = jnp.exp(logt @ m.T)                                # [n, N + 1]
+                else:
+                    x = jnp.exp(jnp.sum(logt[:, None, :] * m[None, :, :], axis=-1))
                 cols = [x[:, j] for j in range(self.N)]
                 return total + self._deformed_at(cols, x[:, self.N], kin, lam), None
 
@@ -309,6 +316,20 @@ class ContourIntegrand(Integrand):
         if w is not None:
             total = total * w
         return total[:, None]
+
+
+def _contract_by_product() -> bool:
+    """Whether the decomposed sectors' maps contract ``log t`` with the exponents as a matrix
+    product (on a CPU), not as an elementwise product summed (elsewhere)."""
+    return jax.default_backend() == "cpu"
+
+
+@partial(jax.jit, static_argnames="name")
+def _periodized(t, *, name: str):
+    """The transform ``name`` and its Jacobian at the points ``t``, as one compiled call (a
+    GPU compiles every eager operation on its own)."""
+    from .engines import periodize
+    return periodize.get(name).apply(t)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,13 +349,13 @@ class LatticePilot:
         """The pilot's points ``x[shifts * points, d]`` in the unit cube and their weights
         (the transform's Jacobian), shift by shift; made once per pilot and dimension (every
         point of a scan uses them)."""
-        from .engines import lattice, periodize
+        from .engines import lattice
         z = lattice.embedded_vector(d)
         k = np.arange(self.points, dtype=np.int64)
         t = ((k[:, None] * z[None, :]) % self.points) / self.points
         shifts = np.random.default_rng(PILOT_SEED).random((self.shifts, 1, d))
         t = np.mod(t[None] + shifts, 1.0).reshape(-1, d)
-        x, w = periodize.get(self.periodize).apply(jnp.asarray(t))
+        x, w = _periodized(t, name=self.periodize)
         x = np.clip(np.asarray(x), np.finfo(np.float64).tiny, 1.0 - np.finfo(np.float64).epsneg)
         return x, np.broadcast_to(np.asarray(w, np.float64), (t.shape[0],))
 

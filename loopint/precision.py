@@ -19,8 +19,11 @@ jax.config.update("jax_enable_x64", True)
 def _enable_compilation_cache() -> None:
     """JAX's persistent compilation cache in a user cache folder.
 
-    A second run of the same diagram (same shapes) loads its compiled kernels instead of
-    compiling again.  Folder: ``$LOOPINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopint/jax``
+    A second run of the same diagram (same shapes, any kinematics: they are arguments of
+    the kernels) loads its compiled kernels instead of compiling again.  Every kernel is
+    stored, however fast it compiled: a GPU takes a tenth of a second or more even for a
+    small one, and a diagram's run makes dozens (``tests/test_timing.py`` checks that a second
+    process compiles nothing).  Folder: ``$LOOPINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopint/jax``
     (``~/.cache/loopint/jax``); ``LOOPINT_CACHE_DIR=""`` turns the cache off.
     """
     folder = os.environ.get("LOOPINT_CACHE_DIR")
@@ -34,7 +37,7 @@ def _enable_compilation_cache() -> None:
     except OSError:
         return  # read-only home: run without the cache
     jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 

@@ -257,6 +257,23 @@ def test_decomposed_sectors_carry_the_same_contour_and_smooth_it():
     assert errors["decomposed"] < 1e-4 * abs(ref)
 
 
+def test_decomposed_maps_by_product_or_by_sum_agree(monkeypatch):
+    """The sectors' maps contracted as a matrix product (CPU) or as a summed elementwise
+    product (GPU) give the same deformed integrand to rounding."""
+    from loopint import contour
+    d, kin, _, _ = _elliptic()
+    x = np.random.default_rng(5).random((256, Integrand(d, domain="decomposed").ndim))
+    values = {}
+    for by_product in (True, False):
+        monkeypatch.setattr(contour, "_contract_by_product", lambda b=by_product: b)
+        dec = Integrand(d, domain="decomposed")
+        lam = Integrand(d, domain="sectors").deformation_lambda(kin)
+        values[by_product] = np.asarray(dec.bind_deformed(kin, lam)(x))
+    assert np.all(np.isfinite(values[True]))
+    np.testing.assert_allclose(values[False], values[True], rtol=1e-11,
+                               atol=1e-13 * np.max(np.abs(values[True])))
+
+
 def test_lattice_pilot_prefers_the_smooth_contour():
     """On the decomposed sectors of the elliptic box the smallest pilot variance is at a
     strength where the lattice rule stalls; the lattice pilot (the error of a small

@@ -112,22 +112,44 @@ def test_lattice_rule_integrates_characters():
 
 
 def test_cache_written_reused_and_extended(tmp_cache):
-    n = 2039
-    z4 = lattice.generating_vector(n, 4)
+    """Weights without a shipped table: built, written, read back, extended."""
+    n, g = 2039, 0.1
+    z4 = lattice.generating_vector(n, 4, gamma=g)
     files = list((tmp_cache / "lattice").glob("cbc_n2039_*.json"))
     assert len(files) == 1
     data = json.loads(files[0].read_text())
     assert data["n"] == n and data["z"] == [int(v) for v in z4]
-    assert data["e2"] == pytest.approx(lattice.p2_error(z4, n), rel=1e-12)
+    assert data["e2"] == pytest.approx(lattice.p2_error(z4, n, g), rel=1e-12)
     # a fresh process (empty memo) reads the file: tamper with it to prove it is read
     data["z"] = [1, 3, 5, 7]
     files[0].write_text(json.dumps(data))
     lattice._MEMO.clear()
-    assert list(lattice.generating_vector(n, 3)) == [1, 3, 5]
+    assert list(lattice.generating_vector(n, 3, gamma=g)) == [1, 3, 5]
     # asking for more dimensions extends the stored prefix (CBC is extensible in d)
-    z6 = lattice.generating_vector(n, 6)
+    z6 = lattice.generating_vector(n, 6, gamma=g)
     assert list(z6[:4]) == [1, 3, 5, 7]
-    assert list(z6) == list(lattice.cbc(n, 6, start=[1, 3, 5, 7]))
+    assert list(z6) == list(lattice.cbc(n, 6, g, start=[1, 3, 5, 7]))
+
+
+def test_shipped_prime_table(tmp_cache):
+    """The package's CBC vectors for the default weights: one per ladder point 2^10..2^28,
+    read, not built (nothing memoized, nothing written).  Equal weights make ties between
+    candidates (the FFT's rounding picks one), so a vector built here may differ from the
+    shipped one in its components but not in its quality: e^2 equal to 1e-12 for the first
+    eight ladder points in 8 dimensions.  More dimensions than shipped extend the table."""
+    from loopint.engines.rules import lattice_prime as t
+    assert t.GAMMA == lattice.DEFAULT_GAMMA and t.DIMENSIONS >= 32
+    assert sorted(t.Z) == lattice.ladder(range(10, 29))
+    for n, z in t.Z.items():
+        z = np.asarray(z)
+        assert len(z) == t.DIMENSIONS and z[0] == 1 and np.all((z >= 1) & (z <= n // 2))
+    assert list(lattice.generating_vector(1021, 7)) == list(t.Z[1021][:7])
+    assert lattice._MEMO == {} and not (tmp_cache / "lattice").exists()
+    for n in lattice.ladder(range(10, 18)):
+        assert lattice.p2_error(t.Z[n][:8], n) == pytest.approx(
+            lattice.p2_error(lattice.cbc(n, 8), n), rel=1e-12)
+    more = lattice.generating_vector(1021, t.DIMENSIONS + 2)
+    assert list(more) == list(lattice.cbc(1021, t.DIMENSIONS + 2, start=t.Z[1021]))
 
 
 def test_cache_dir_precedence(monkeypatch, tmp_path):

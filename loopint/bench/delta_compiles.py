@@ -21,7 +21,7 @@ import numpy as np
 
 from ..compute import compute, device_name
 from ..problem import load
-from .seeds_cases import compile_clock
+from ..timing import compile_clock
 
 STREAMS_ROWS = False
 DIAGRAM = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "diagrams",
@@ -45,10 +45,10 @@ def run(quick: bool = False, rtol: float | None = None) -> list[dict]:
                 "error": complex(np.ravel(event["error"])[0]),
                 "true_error": None, "delta": event["delta"],
                 "evaluations": int(event["evaluations"] - last["evaluations"]),
-                "seconds": now - last["t"], "compile_seconds": compiled[0] - last["compile"],
-                "compile_ahead_seconds": compiled[1] - last["ahead"],
+                "seconds": now - last["t"], "compile_seconds": compiled.waited - last["compile"],
+                "compile_ahead_seconds": compiled.ahead - last["ahead"],
                 "device": device_name()})
-            last.update(t=now, compile=compiled[0], ahead=compiled[1],
+            last.update(t=now, compile=compiled.waited, ahead=compiled.ahead,
                         evaluations=event["evaluations"])
 
         r = compute(problem, contour="none", rtol=rtol, progress=progress)

@@ -1,9 +1,15 @@
 """Benchmark rows for every bundled diagram file with the package's defaults, as a user runs it.
 
 ``cold`` is ``loopint compute FILE`` in a fresh process with an empty compilation cache (the
-first command of a new user: Python start, imports, tracing, compilation, integration);
-``seconds`` is a second :func:`loopint.compute` of the same file in this process, after a
-first one (warm kernels).  ``true_error`` is measured against the file's ``[reference]``.
+first command of a new user: Python start, imports, tracing, compilation, integration), and
+``cold_compile`` the part of its ``compute`` that JAX spent tracing, lowering and compiling
+(``Result.info["timing"]``, :mod:`loopint.timing`).  ``second`` is a further fresh process with
+that cache, at other kinematics (every kinematic value of the file times 1.05: another point of
+the same region, whose kernels are the same), through the library as a phenomenology code
+calls it; ``second_load`` its loads from the compilation cache and ``second_compiled`` the
+kernels it still compiled.  ``seconds`` is a second :func:`loopint.compute` of the same file in
+this process, after a first one (warm kernels).  ``true_error`` is measured against the file's
+``[reference]``.
 """
 
 from __future__ import annotations
@@ -25,17 +31,43 @@ HERE = os.path.dirname(__file__)
 DIAGRAMS = os.path.normpath(os.path.join(HERE, "..", "..", "diagrams"))
 
 
-def _cold(path: str) -> tuple[float, dict]:
-    """Wall time of ``loopint compute path`` in a new process with an empty cache."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "r.json")
-        env = dict(os.environ, LOOPINT_CACHE_DIR=os.path.join(tmp, "cache"))
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "loopint.cli", "compute", path, "--json", out,
-                        "--quiet"], env=env, capture_output=True, check=False)
-        wall = time.perf_counter() - t0
-        data = json.load(open(out)) if os.path.exists(out) else {}
+SECOND_POINT_SCALE = 1.05
+
+
+def _cold(path: str, cache: str) -> tuple[float, dict]:
+    """Wall time and JSON result of ``loopint compute path`` in a new process with the
+    compilation cache ``cache``."""
+    out = os.path.join(cache, "r.json")
+    env = dict(os.environ, LOOPINT_CACHE_DIR=cache)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "loopint.cli", "compute", path, "--json", out,
+                    "--quiet"], env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    data = json.load(open(out)) if os.path.exists(out) else {}
     return wall, data
+
+
+def _second(path: str, cache: str) -> tuple[float, dict]:
+    """Wall time of a new process that computes ``path`` at other kinematics
+    (:data:`SECOND_POINT_SCALE`) with the compilation cache ``cache``, and its timing split."""
+    out = os.path.join(cache, "second.json")
+    env = dict(os.environ, LOOPINT_CACHE_DIR=cache)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "loopint.bench.files_cases", "--point", path, out],
+                   env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    data = json.load(open(out)) if os.path.exists(out) else {}
+    return wall, data
+
+
+def _point(path: str, out: str) -> None:
+    """The child of :func:`_second`: the file's kinematics scaled, computed, the timing
+    split and the status written to ``out``."""
+    p = load(path)
+    p = p.with_kinematics(**{k: v * SECOND_POINT_SCALE for k, v in p.kinematics.items()})
+    r = compute(p)
+    with open(out, "w") as fh:
+        json.dump({"converged": bool(r.converged), "timing": r.info["timing"]}, fh)
 
 
 def run(quick: bool = False, only: str | None = None) -> list[dict]:
@@ -44,7 +76,18 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
         name = os.path.splitext(os.path.basename(path))[0]
         if only and only not in name:
             continue
-        cold, data = (None, {}) if quick else _cold(path)
+        cold = {}
+        if not quick:
+            with tempfile.TemporaryDirectory() as cache:
+                wall, data = _cold(path, cache)
+                t = (data.get("info") or {}).get("timing") or {}
+                second, data2 = _second(path, cache)
+                t2 = data2.get("timing") or {}
+            cold = {"cold_process_seconds": wall, "cold_converged": data.get("converged"),
+                    "cold_compile": sum(t.get(k, 0.0) for k in ("trace", "lower", "compile")),
+                    "second_process_seconds": second,
+                    "second_converged": data2.get("converged"),
+                    "second_load": t2.get("cache_load"), "second_compiled": t2.get("compiled")}
         p = load(path)
         compute(p)
         t0 = time.perf_counter()
@@ -54,8 +97,7 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
         row = {"case": name, "method": f"{r.method} ({', '.join(how)})",
                "value": complex(r.value), "error": complex(r.error), "converged": r.converged,
                "rtol": r.settings["rtol"], "evaluations": int(r.evaluations), "seconds": warm,
-               "cold_process_seconds": cold, "cold_converged": data.get("converged"),
-               "device": device_name()}
+               **cold, "device": device_name()}
         if p.reference is not None:
             row["true_error"] = float(abs(complex(r.value) - p.reference.value))
             row["relative_error"] = float(row["true_error"] / abs(p.reference.value))
@@ -63,3 +105,10 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
         from . import format_table
         print(format_table([row], header=False), file=sys.stderr, flush=True)
     return rows
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--point":
+        _point(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit("usage: python -m loopint.bench.files_cases --point FILE OUT.json")

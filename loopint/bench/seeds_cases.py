@@ -8,16 +8,13 @@ Cheap cases run twice: a warm-up that compiles every kernel, then the timed run 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import threading
 import time
-
-import jax
 
 from ..compute import compute, device_name
 from ..problem import load
+from ..timing import compile_clock
 
 STREAMS_ROWS = True   # run() prints its rows itself (loopint.bench.run_suite)
 HERE = os.path.dirname(__file__)
@@ -51,31 +48,6 @@ CASES = [
      {"rtol": 1e-5, "method": "cubature"}, False, None),
 ]
 
-_COMPILE_EVENTS = ("/jax/core/compile/",)
-
-
-@contextlib.contextmanager
-def compile_clock():
-    """JAX's compile-event durations (seconds) inside the block: ``with compile_clock() as c:
-    ...``; ``c[0]`` is the time the calling thread spent compiling (time the computation
-    waited for), ``c[1]`` the time other threads spent (the engines' compilation ahead of
-    need, :data:`loopint.engines.regions.AHEAD`, which overlaps the computation)."""
-    total = [0.0, 0.0]
-    caller = threading.get_ident()
-
-    def listener(event, duration, **_):
-        if event.startswith(_COMPILE_EVENTS):
-            total[0 if threading.get_ident() == caller else 1] += duration
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield total
-    finally:
-        unregister = getattr(jax.monitoring, "unregister_event_duration_listener", None)
-        if unregister is not None:
-            unregister(listener)
-
-
 def _row(case, r, ref, compile_seconds, note):
     v = complex(r.value)
     return {
@@ -101,7 +73,7 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
         if once:
             with compile_clock() as c:
                 r = compute(p, **kw)
-            compiling = min(c[0], r.seconds)
+            compiling = min(c.waited, r.seconds)
             r.seconds -= compiling
         else:
             t0 = time.perf_counter()

@@ -40,13 +40,15 @@ of ``2^m``), by a fast CBC over the units mod ``2^m`` that balances all levels.
 
 The *ladder* (:func:`ladder`) is the sequence of point counts the QMC engine walks through:
 the largest prime ``<= 2^k`` for ``k = 10, 11, ...`` (prime so that the fast CBC applies and
-every ``z_j`` is a unit mod ``n``).  Vectors are computed on demand and memoized in memory and
-on disk (one small JSON file per ``(method, n, weights)``) in the folder ``lattice/`` of
-``$LOOPINT_CACHE_DIR``, else of ``$XDG_CACHE_HOME/loopint``, else of ``~/.cache/loopint``
-(``LOOPINT_CACHE_DIR=""``: memory only).  Nothing
-is copied from elsewhere; a cache miss recomputes the vector.  A CBC vector for ``d`` dimensions
-is the first ``d`` components of the vector for any ``d' > d`` (same weights), so a cached
-vector is extended, not recomputed, when more dimensions are asked for.
+every ``z_j`` is a unit mod ``n``).  For the default weights the package carries the CBC vectors
+of the ladder from ``2^10`` to ``2^28`` points (:mod:`loopint.engines.rules.lattice_prime`) and
+the embedded sequence (:mod:`loopint.engines.rules.lattice_base2`), in 64 dimensions.  Other
+vectors are computed on demand and memoized in memory and on disk (one small JSON file per
+``(method, n, weights)``) in the folder ``lattice/`` of ``$LOOPINT_CACHE_DIR``, else of
+``$XDG_CACHE_HOME/loopint``, else of ``~/.cache/loopint`` (``LOOPINT_CACHE_DIR=""``: memory
+only).  Nothing is copied from elsewhere; a cache miss recomputes the vector.  A CBC vector
+for ``d`` dimensions is the first ``d`` components of the vector for any ``d' > d`` (same
+weights), so a cached vector is extended, not recomputed, when more dimensions are asked for.
 
 Default weights ``gamma_j = DEFAULT_GAMMA`` for all ``j`` (equal product weights: Feynman
 parameters carry no natural ordering of importance); any positive sequence can be passed.
@@ -484,7 +486,12 @@ def _write(path: pathlib.Path | None, payload: dict) -> None:
 def generating_vector(n: int, d: int, method: str = "cbc", gamma=DEFAULT_GAMMA) -> np.ndarray:
     """Generating vector for ``n`` points in ``d`` dimensions (memoized, see module docstring).
 
-    ``method``: ``"cbc"`` (fast CBC) or ``"korobov"``.  ``n`` must be prime.
+    ``method``: ``"cbc"`` (fast CBC) or ``"korobov"``.  ``n`` must be prime.  For the default
+    weights and ``n`` on the ladder the package carries the first
+    :data:`~loopint.engines.rules.lattice_prime.DIMENSIONS` CBC components
+    (:mod:`loopint.engines.rules.lattice_prime`, written by :func:`write_prime_table`), so
+    nothing is built: a first run spends no time, and on an accelerator no compilation, on
+    the construction.
     """
     if method not in ("cbc", "korobov"):
         raise ValueError(f"lattice must be 'cbc' or 'korobov', got {method!r}")
@@ -492,13 +499,21 @@ def generating_vector(n: int, d: int, method: str = "cbc", gamma=DEFAULT_GAMMA) 
         raise ValueError(f"need d >= 1, got {d}")
     _weights(gamma, d)
     tag = _weights_tag(gamma, d)
+    start: Sequence[int] = ()
+    if method == "cbc" and tag == _weights_tag(DEFAULT_GAMMA, 1):
+        from .rules import lattice_prime as table
+        bundled = table.Z.get(n) if table.GAMMA == DEFAULT_GAMMA else None
+        if bundled is not None:
+            if d <= len(bundled):
+                return np.asarray(bundled[:d], dtype=np.int64)
+            start = bundled
     path = _cache_file(method, n, tag, d)
     key = (method, n, tag, d if method == "korobov" else None, str(path))
 
     def build(partial):
         if method == "cbc":
             log.info("building CBC lattice n=%d d=%d", n, d)
-            z = cbc(n, d, gamma, start=() if partial is None else partial)
+            z = cbc(n, d, gamma, start=start if partial is None else partial)
             extra = {}
         else:
             log.info("searching Korobov lattice n=%d d=%d", n, d)
@@ -578,16 +593,38 @@ def write_embedded_table(d: int, path=None) -> None:
     dimensions, and write it (atomically) as the module
     :mod:`loopint.engines.rules.lattice_base2`, or to ``path``."""
     z = embedded_cbc(EMBEDDED_LOG2, d, DEFAULT_GAMMA)
-    rows = "\n".join("    " + " ".join(f"{int(v)}," for v in z[i:i + 6])
-                     for i in range(0, d, 6))
     text = ('"""Generating vector of the embedded base-2 lattice sequence built by\n'
             ':func:`loopint.engines.lattice.embedded_cbc` (this package; written by\n'
             ':func:`loopint.engines.lattice.write_embedded_table`): ``2^M`` points, equal\n'
             'product weights ``GAMMA``, the first ``DIMENSIONS`` components."""\n\n'
             f"M = {EMBEDDED_LOG2}\nGAMMA = {DEFAULT_GAMMA}\nDIMENSIONS = {d}\n\n"
-            f"Z = (\n{rows}\n)\n")
-    target = pathlib.Path(path) if path else pathlib.Path(__file__).parent / "rules" / \
-        "lattice_base2.py"
+            f"Z = (\n{_rows(z, '    ')}\n)\n")
+    _write_module(text, path or pathlib.Path(__file__).parent / "rules" / "lattice_base2.py")
+
+
+def write_prime_table(d: int, log2_range: Sequence[int] = range(10, 29), path=None) -> None:
+    """Build the CBC vectors (:func:`cbc`) for the default weights, ``d`` dimensions and the
+    ladder's ``n`` for ``k`` in ``log2_range``, and write them (atomically) as the module
+    :mod:`loopint.engines.rules.lattice_prime`, or to ``path``.  The top, ``2^28``, is the
+    ladder's top on an H200 (:func:`loopint.engines.qmc.default_max_log2`); build it there."""
+    vectors = {n: cbc(n, d, DEFAULT_GAMMA) for n in ladder(log2_range)}
+    body = "\n".join(f"    {n}: (\n{_rows(z, '        ')}\n    )," for n, z in vectors.items())
+    text = ('"""Generating vectors of the prime lattice ladder built by\n'
+            ':func:`loopint.engines.lattice.cbc` (this package; written by\n'
+            ':func:`loopint.engines.lattice.write_prime_table`): for each number of points\n'
+            '``n`` (the largest prime ``<= 2^k``), the first ``DIMENSIONS`` components for equal\n'
+            'product weights ``GAMMA``."""\n\n'
+            f"GAMMA = {DEFAULT_GAMMA}\nDIMENSIONS = {d}\n\nZ = {{\n{body}\n}}\n")
+    _write_module(text, path or pathlib.Path(__file__).parent / "rules" / "lattice_prime.py")
+
+
+def _rows(z, indent: str) -> str:
+    return "\n".join(indent + " ".join(f"{int(v)}," for v in z[i:i + 6])
+                     for i in range(0, len(z), 6))
+
+
+def _write_module(text: str, target) -> None:
+    target = pathlib.Path(target)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp_", suffix=".py")
     with os.fdopen(fd, "w") as fh:
         fh.write(text)

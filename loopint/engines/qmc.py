@@ -104,7 +104,8 @@ enough to keep vectorized loops busy)."""
 
 CPU_MAX_LOG2 = 24
 """Top of the lattice ladder on a CPU: building the CBC vector of ``2^24`` points takes about
-40 s there (once; it is cached on disk)."""
+40 s there (for weights other than the default, whose vectors the package carries; once, then
+it is cached on disk)."""
 
 BYTES_PER_POINT = 256
 """Device memory allowed per lattice point for the CBC construction: it needs about 128 bytes

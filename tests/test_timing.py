@@ -1,0 +1,81 @@
+"""The timing split of a computation (loopint.timing, Result.info["timing"]) and the
+persistent compilation cache across processes."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import loopint
+from loopint.timing import compile_clock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PARTS = ("trace", "lower", "compile", "cache_load", "run")
+
+
+def test_clock_counts_the_caller_and_not_other_threads():
+    """A new function traced, lowered and compiled on the calling thread is counted there; a
+    compilation on another thread is counted apart (compile_ahead), not as time waited."""
+    def fresh(scale):
+        return jax.jit(lambda x: jnp.sin(x) * scale)
+
+    with compile_clock() as c:
+        fresh(2.0)(np.arange(3.0)).block_until_ready()
+        worker = threading.Thread(
+            target=lambda: fresh(3.0).lower(np.arange(5.0)).compile())
+        worker.start()
+        worker.join()
+    assert c.counts["trace"] >= 1 and c.counts["lower"] >= 1 and c.counts["compile"] >= 1
+    assert c.ahead > 0
+    assert c.waited == pytest.approx(c.seconds["trace"] + c.seconds["lower"]
+                                     + c.seconds["compile"])
+    with compile_clock() as again:
+        fresh(2.0)                      # nothing traced or compiled: no events
+    assert again.waited == 0 and again.ahead == 0
+
+
+def test_compute_reports_its_timing_split():
+    """The parts add up to the call's wall time; a repeated call makes no kernels."""
+    p = loopint.load(os.path.join(ROOT, "diagrams", "triangle_below_threshold.toml"))
+    loopint.compute(p, rtol=1e-4)
+    r = loopint.compute(p, rtol=1e-4)
+    t = r.info["timing"]
+    assert set(PARTS) <= set(t) and all(t[k] >= 0 for k in PARTS)
+    assert sum(t[k] for k in PARTS) == pytest.approx(t["seconds"], rel=1e-9)
+    assert t["compiled"] == 0 and t["trace"] == 0 and t["compile"] == 0
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys, loopint
+    p = loopint.load(sys.argv[1])
+    scale = float(sys.argv[2])
+    p = p.with_kinematics(**{k: v * scale for k, v in p.kinematics.items()})
+    r = loopint.compute(p, rtol=1e-4)
+    print(json.dumps({"timing": r.info["timing"], "converged": bool(r.converged)}))
+""")
+
+
+def test_a_second_process_at_other_kinematics_compiles_nothing(tmp_path):
+    """Kinematics are arguments of the compiled kernels and every kernel is stored in the
+    persistent cache: a fresh process at another point of the same diagram loads all of its
+    kernels and compiles none."""
+    path = os.path.join(ROOT, "diagrams", "triangle_above_threshold.toml")
+    env = dict(os.environ, LOOPINT_CACHE_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
+
+    def child(scale):
+        out = subprocess.run([sys.executable, "-c", _CHILD, path, str(scale)], env=env,
+                             capture_output=True, text=True, check=True, cwd=ROOT)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = child(1.0), child(1.05)
+    assert first["converged"] and second["converged"]
+    assert first["timing"]["compiled"] > 0
+    assert second["timing"]["compiled"] == 0
+    assert second["timing"]["loaded"] >= first["timing"]["compiled"] - first["timing"]["loaded"]
