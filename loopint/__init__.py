@@ -13,7 +13,11 @@
 Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).
 """
 
-from . import precision as _precision  # noqa: F401  (sets jax_enable_x64 once)
+import time as _time
+
+_IMPORT_START = _time.perf_counter()
+
+from . import precision as _precision  # noqa: E402,F401  (sets jax_enable_x64 once)
 
 __version__ = "0.1.0"
 
@@ -28,6 +32,10 @@ from .parallel import init_distributed  # noqa: E402
 from .problem import Problem, Settings, load  # noqa: E402
 from .region import Region  # noqa: E402
 from .result import Result  # noqa: E402
+
+from . import timing as _timing  # noqa: E402
+
+_timing.IMPORT_SECONDS = _time.perf_counter() - _IMPORT_START
 
 __all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
            "Result", "Settings", "SpecError", "amplitude", "compute", "init_distributed", "integrate", "load",

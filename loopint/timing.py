@@ -25,6 +25,10 @@ _EVENTS = {
     "/jax/compilation_cache/cache_retrieval_time_sec": "cache_load",
 }
 
+IMPORT_SECONDS: float | None = None
+"""Seconds this process spent importing :mod:`loopint` (with what it imports first: JAX,
+SymPy, NumPy), set at the end of that import; reported as ``import`` in every split."""
+
 _ACTIVE: list["CompileClock"] = []
 _LOCK = threading.Lock()
 _REGISTERED = False
@@ -56,8 +60,8 @@ class CompileClock:
     def split(self, total: float) -> dict:
         """``total`` seconds of wall time as ``{"seconds", "trace", "lower", "compile",
         "cache_load", "run"}`` (``run``: the rest, integration and the package's own Python)
-        with the numbers of kernels compiled and loaded, and ``compile_ahead`` (other
-        threads' compilation, not part of ``total``)."""
+        with the numbers of kernels compiled and loaded, ``compile_ahead`` (other threads'
+        compilation) and ``import`` (:data:`IMPORT_SECONDS`), neither part of ``total``."""
         load = self.seconds["cache_load"]
         compile_s = max(self.seconds["compile"] - load, 0.0)
         rest = total - self.seconds["trace"] - self.seconds["lower"] - compile_s - load
@@ -65,7 +69,8 @@ class CompileClock:
                 "lower": float(self.seconds["lower"]), "compile": compile_s,
                 "cache_load": float(load), "run": max(rest, 0.0),
                 "compiled": max(self.counts["compile"] - self.counts["cache_load"], 0),
-                "loaded": self.counts["cache_load"], "compile_ahead": self.ahead}
+                "loaded": self.counts["cache_load"], "compile_ahead": self.ahead,
+                "import": IMPORT_SECONDS}
 
 
 def _listener(event: str, duration: float, **_) -> None:

@@ -42,7 +42,8 @@ def test_clock_counts_the_caller_and_not_other_threads():
 
 
 def test_compute_reports_its_timing_split():
-    """The parts add up to the call's wall time; a repeated call makes no kernels."""
+    """The parts add up to the call's wall time; a repeated call makes no kernels; the import
+    of loopint is reported beside them."""
     p = loopint.load(os.path.join(ROOT, "diagrams", "triangle_below_threshold.toml"))
     loopint.compute(p, rtol=1e-4)
     r = loopint.compute(p, rtol=1e-4)
@@ -50,6 +51,7 @@ def test_compute_reports_its_timing_split():
     assert set(PARTS) <= set(t) and all(t[k] >= 0 for k in PARTS)
     assert sum(t[k] for k in PARTS) == pytest.approx(t["seconds"], rel=1e-9)
     assert t["compiled"] == 0 and t["trace"] == 0 and t["compile"] == 0
+    assert 0 < t["import"] < 60                     # this process's import of loopint
 
 
 _CHILD = textwrap.dedent("""

@@ -2,8 +2,9 @@
 
 ``cold`` is ``loopint compute FILE`` in a fresh process with an empty compilation cache (the
 first command of a new user: Python start, imports, tracing, compilation, integration), and
-``cold_compile`` the part of its ``compute`` that JAX spent tracing, lowering and compiling
-(``Result.info["timing"]``, :mod:`loopint.timing`).  ``second`` is a further fresh process with
+``cold_import`` the part spent importing loopint (with JAX and SymPy) and ``cold_compile`` the
+part of its ``compute`` that JAX spent tracing, lowering and compiling (``Result.info["timing"]``,
+:mod:`loopint.timing`).  ``second`` is a further fresh process with
 that cache, at other kinematics (every kinematic value of the file times 1.05: another point of
 the same region, whose kernels are the same), through the library as a phenomenology code
 calls it; ``second_load`` its loads from the compilation cache and ``second_compiled`` the
@@ -84,6 +85,7 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
                 second, data2 = _second(path, cache)
                 t2 = data2.get("timing") or {}
             cold = {"cold_process_seconds": wall, "cold_converged": data.get("converged"),
+                    "cold_import": t.get("import"),
                     "cold_compile": sum(t.get(k, 0.0) for k in ("trace", "lower", "compile")),
                     "second_process_seconds": second,
                     "second_converged": data2.get("converged"),
