@@ -24,8 +24,9 @@ from loopint.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = sorted((ROOT / "diagrams").glob("*.toml"))
-EUCLIDEAN = {"box_massless_offshell", "ladder_vertex_2L_k1", "sunrise_2L_D2", "table51_2L",
-             "triangle_below_threshold", "triangle_massless_offshell"}
+EUCLIDEAN = {"box_massless_offshell", "elliptic2L_euclidean", "ladder_vertex_2L_k1",
+             "sunrise_2L_D2", "table51_2L", "triangle_below_threshold",
+             "triangle_massless_offshell"}
 
 TRIANGLE = '''
 [diagram]

@@ -606,6 +606,7 @@ def test_triangle_C0_regions(s, kind, how):
 
 @pytest.mark.parametrize("name, kind", [
     ("box_massless_offshell.toml", "euclidean"),
+    ("elliptic2L_euclidean.toml", "euclidean"),
     ("triangle_massless_offshell.toml", "euclidean"),
     ("ladder_vertex_2L_k1.toml", "euclidean"),
     ("sunrise_2L_D2.toml", "euclidean"),

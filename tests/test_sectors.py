@@ -114,6 +114,22 @@ def test_iterated_over_decomposed_sectors_gives_the_two_loop_ladder():
     assert abs(float(np.asarray(r.value).reshape(-1)[0]) - ref) <= 3 * err + ref_err
 
 
+def test_compute_gives_the_elliptic_two_loop_box_at_a_euclidean_point():
+    """diagrams/elliptic2L_euclidean.toml with the defaults but rtol 1e-6 against its analytic
+    value (f^A_66 of arXiv:1609.06685 as quoted by pySecDec's example, without its
+    normalization (-s/m^2)^(3/2)): converged, within 3 errors, and the error estimate within
+    the tolerance.  pySecDec 1.6.6 gives 0.16047915 +- 2.2e-7 at this point (epsrel 1e-5),
+    the analytic value with the normalization 0.247074199."""
+    from loopint import compute
+    p = load("diagrams/elliptic2L_euclidean.toml")
+    ref = p.reference.value
+    assert abs(ref * (4 / 3) ** 1.5 - 0.247074199140732131068066) < 1e-15
+    r = compute(p, rtol=1e-6)
+    assert r.converged and r.region == "euclidean"
+    assert abs(r.error) <= 1e-6 * abs(ref)
+    assert abs(r.value - ref) <= 3 * abs(r.error)
+
+
 def test_compute_integrates_multi_loop_diagrams_over_the_decomposed_sectors():
     """The driver's automatic choices: blow-ups needed (two loops) -> the decomposed domain,
     and Genz-Malik cubature for the delta sequence; a one-loop massive diagram keeps the

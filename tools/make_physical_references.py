@@ -103,15 +103,23 @@ def _internal_lines(graph: dict, values: dict):
 
 def generate(point: dict, workdir: str, jobs: int) -> tuple[str, list, float]:
     """Write and compile the pySecDec package of a point; returns (library, parameters, s)."""
-    import pySecDec as psd
     P = _points_module()
-    graph = P.DIAGRAMS[point["diagram"]]
-    values = point["kinematics"]
+    return generate_graph(point["diagram"], P.DIAGRAMS[point["diagram"]], point["kinematics"],
+                          point["dimension"], workdir, jobs)
+
+
+def generate_graph(diagram: str, graph: dict, values: dict, dimension, workdir: str,
+                   jobs: int, contour_deformation: bool = True) -> tuple[str, list, float]:
+    """Write and compile the pySecDec package of ``graph`` (internal_lines, external_lines,
+    scalar_products as in a diagram file) at the kinematic ``values`` in ``dimension - 2 eps``
+    dimensions, with or without pySecDec's contour deformation (a Euclidean point needs
+    none); returns (library, parameters, seconds)."""
+    import pySecDec as psd
     params = sorted(k for k, v in values.items() if v != 0)
     # one library per diagram and set of vanishing symbols: points that differ only in the
     # values of the others share it (the kinematics are run-time parameters)
     zeros = sorted(k for k, v in values.items() if v == 0)
-    name = re.sub(r"[^A-Za-z0-9]", "_", "_".join([point["diagram"], *zeros]))
+    name = re.sub(r"[^A-Za-z0-9]", "_", "_".join([diagram, *zeros]))
     t0 = time.time()
     lib = os.path.join(workdir, name, f"{name}_pylink.so")
     if not os.path.exists(lib):
@@ -119,12 +127,12 @@ def generate(point: dict, workdir: str, jobs: int) -> tuple[str, list, float]:
             internal_lines=_internal_lines(graph, values),
             external_lines=[list(x) for x in graph["external_lines"]],
             replacement_rules=replacement_rules(graph, values),
-            regulators=["eps"], dimensionality=f"{point['dimension']}-2*eps")
+            regulators=["eps"], dimensionality=f"{dimension}-2*eps")
         cwd = os.getcwd()
         os.chdir(workdir)
         try:
             psd.loop_package(name=name, loop_integral=li, real_parameters=params,
-                             requested_orders=[0], contour_deformation=True,
+                             requested_orders=[0], contour_deformation=contour_deformation,
                              form_work_space="500M", form_threads=jobs)
         finally:
             os.chdir(cwd)
