@@ -118,8 +118,8 @@ def test_compute_gives_the_elliptic_two_loop_box_at_a_euclidean_point():
     """diagrams/elliptic2L_euclidean.toml with the defaults but rtol 1e-6 against its analytic
     value (f^A_66 of arXiv:1609.06685 as quoted by pySecDec's example, without its
     normalization (-s/m^2)^(3/2)): converged, within 3 errors, and the error estimate within
-    the tolerance.  pySecDec 1.6.6 gives 0.16047915 +- 2.2e-7 at this point (epsrel 1e-5),
-    the analytic value with the normalization 0.247074199."""
+    the tolerance.  pySecDec 1.6.6 at epsrel 1e-8 agrees with the reference to 3.7e-10
+    (tools/pysecdec_side_by_side.py, README); with the normalization it is 0.247074199."""
     from loopint import compute
     p = load("diagrams/elliptic2L_euclidean.toml")
     ref = p.reference.value

@@ -15,6 +15,7 @@ this process, after a first one (warm kernels).  ``true_error`` is measured agai
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -35,30 +36,29 @@ DIAGRAMS = os.path.normpath(os.path.join(HERE, "..", "..", "diagrams"))
 SECOND_POINT_SCALE = 1.05
 
 
-def _cold(path: str, cache: str) -> tuple[float, dict]:
-    """Wall time and JSON result of ``loopint compute path`` in a new process with the
-    compilation cache ``cache``."""
-    out = os.path.join(cache, "r.json")
+def _process(args: list, cache: str, out: str) -> tuple[float, dict]:
+    """Wall time of ``python args...`` in a new process with the compilation cache ``cache``,
+    and the JSON it wrote to ``out`` (``{}`` when it wrote none)."""
     env = dict(os.environ, LOOPINT_CACHE_DIR=cache)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "loopint.cli", "compute", path, "--json", out,
-                    "--quiet"], env=env, capture_output=True, check=False)
+    subprocess.run([sys.executable, *args], env=env, capture_output=True, check=False)
     wall = time.perf_counter() - t0
-    data = json.load(open(out)) if os.path.exists(out) else {}
-    return wall, data
+    with contextlib.suppress(OSError, ValueError), open(out) as fh:
+        return wall, json.load(fh)
+    return wall, {}
+
+
+def _cold(path: str, cache: str) -> tuple[float, dict]:
+    """``loopint compute path`` in a new process: its wall time and JSON result."""
+    out = os.path.join(cache, "r.json")
+    return _process(["-m", "loopint.cli", "compute", path, "--json", out, "--quiet"], cache, out)
 
 
 def _second(path: str, cache: str) -> tuple[float, dict]:
-    """Wall time of a new process that computes ``path`` at other kinematics
-    (:data:`SECOND_POINT_SCALE`) with the compilation cache ``cache``, and its timing split."""
+    """A new process that computes ``path`` at other kinematics (:data:`SECOND_POINT_SCALE`):
+    its wall time, status and timing split."""
     out = os.path.join(cache, "second.json")
-    env = dict(os.environ, LOOPINT_CACHE_DIR=cache)
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "loopint.bench.files_cases", "--point", path, out],
-                   env=env, capture_output=True, check=False)
-    wall = time.perf_counter() - t0
-    data = json.load(open(out)) if os.path.exists(out) else {}
-    return wall, data
+    return _process(["-m", "loopint.bench.files_cases", "--point", path, out], cache, out)
 
 
 def _point(path: str, out: str) -> None:
