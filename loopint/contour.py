@@ -162,23 +162,21 @@ class ContourIntegrand(Integrand):
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
         self._derivatives()
         t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
-        worst = np.asarray(jax.vmap(lambda k: self._pilot_max_v(k[None, :], t))(kin))
+        worst = np.asarray(self._pilot_max_v_points(kin, t))
         lam0 = np.where(worst > 0, 1.0 / np.where(worst > 0, worst, 1.0), 1.0)
         if pilot is not None:
             x, w = pilot.nodes(self.ndim)
-        ok, var = [], []
-        for c in LAMBDA_FACTORS:
-            vals = np.asarray(self._deformed_points_jit(kin, jnp.asarray(c * lam0), t))
-            ok.append(np.all(np.isfinite(vals), axis=0))
-            if pilot is None:
-                v = np.var(vals.real, axis=0) + np.var(vals.imag, axis=0)
-            else:
+        factors = np.asarray(LAMBDA_FACTORS)
+        # validity and sample variance of every candidate at every point, reduced on the device
+        ok, var = (np.array(a) for a in self._variances_jit(kin, factors[:, None] * lam0, t))
+        if pilot is not None:       # the lattice rule's error replaces the variance
+            for i, c in enumerate(factors):
                 vals = np.concatenate([np.asarray(self._deformed_points_jit(
-                    kin, jnp.asarray(c * lam0), xs)) for xs in _slices(x, n, self.rdtype)])
+                    kin, np.asarray(c * lam0), xs)) for xs in _slices(x, n, self.rdtype)])
                 v = pilot.error(vals * w[:, None])
-                ok[-1] = ok[-1] & np.isfinite(v)
-            var.append(np.where(ok[-1], v, np.inf))
-        ok, var = np.array(ok), np.array(var)                          # [factors, K]
+                ok[i] &= np.isfinite(v)
+                var[i] = v
+        var = np.where(ok, var, np.inf)                                 # [factors, K]
         lam = np.empty(kin.shape[0])
         for k in range(kin.shape[0]):
             best = _best_factor(ok[:, k], var[:, k])
@@ -193,6 +191,17 @@ class ContourIntegrand(Integrand):
         return self._deformed_points(kin, lam, u)
 
     @partial(jax.jit, static_argnums=0)
+    def _variances_jit(self, kin, lams, u):
+        """For the strengths ``lams[c, K]`` of the points ``kin[K, s]``: whether the integrand
+        is finite at every point ``u`` and its sample variance (real plus imaginary part),
+        both ``[c, K]``; one candidate at a time, so memory stays that of one evaluation."""
+        def candidate(lam):
+            vals = self._deformed_points(kin, lam, u)                  # [n, K]
+            return (jnp.all(jnp.isfinite(vals), axis=0),
+                    jnp.var(vals.real, axis=0) + jnp.var(vals.imag, axis=0))
+        return jax.lax.map(candidate, lams)
+
+    @partial(jax.jit, static_argnums=0)
     def _pilot_max_v(self, kin, t):
         """max_k |dV/dx_k| over the points t of every sector."""
         def sector(carry, idx):
@@ -201,6 +210,11 @@ class ContourIntegrand(Integrand):
             return jnp.maximum(carry, jnp.max(jnp.abs(jnp.stack(v)))), None
         out, _ = jax.lax.scan(sector, jnp.zeros((), self.rdtype), self._sector_index())
         return out
+
+    @partial(jax.jit, static_argnums=0)
+    def _pilot_max_v_points(self, kin, t):
+        """:meth:`_pilot_max_v` of every point of ``kin[K, s]``: ``[K]``."""
+        return jax.vmap(lambda k: self._pilot_max_v(k[None, :], t))(kin)
 
     @partial(jax.jit, static_argnums=0)
     def _deformed_jit(self, kin, lam, u):
@@ -448,8 +462,9 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
     :data:`BATCH_BUDGET` times the first point's evaluations: for cheap integrals the cost of
     a run is its fixed overhead (pilots, compilation of nothing new, the engine's host loop),
     which a batch pays once.  A point of a batch is accepted when its own error estimates
-    (value and derivatives) meet the tolerance; the others (a sign violation, a harder point
-    near a threshold) get a run of their own, so no point holds the batch back."""
+    (value and derivatives) meet the tolerance; those finite but above it are batched again
+    with a larger budget (:data:`BATCH_BUDGET`); the others (a sign violation, a point harder
+    than the batches' budgets) get a run of their own, so no point holds the batch back."""
     P = kin.shape[0]
     B = blocks(derivatives)
     acc = _ContourPoints(P, B, prefactor)
@@ -457,9 +472,17 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
     todo = list(range(1, P))
     if todo and acc.cost[0] <= BATCH_MAX_EVALS:
         budget = max(int(BATCH_BUDGET * acc.cost[0]), 1)
-        for start in range(0, len(todo), CONTOUR_BATCH):
-            acc.batch(stage, kin, todo[start:start + CONTOUR_BATCH], contour_lambda,
-                      derivatives, budget)
+        rounds = todo
+        while rounds:
+            for start in range(0, len(rounds), CONTOUR_BATCH):
+                acc.batch(stage, kin, rounds[start:start + CONTOUR_BATCH], contour_lambda,
+                          derivatives, budget)
+            # points finite but short of the tolerance at the budget: another round, with
+            # BATCH_BUDGET times the budget, while batching pays (see BATCH_MAX_EVALS)
+            budget = int(budget * BATCH_BUDGET)
+            rounds = [i for i in rounds if acc.short[i]]
+            if budget > BATCH_BUDGET * BATCH_MAX_EVALS:
+                break
         todo = [i for i in todo if not acc.conv[i]]
     hint = _next_start(stage, acc.levels[0])
     for i in todo:
@@ -476,7 +499,10 @@ def contour_points(stage, kin: np.ndarray, prefactor: complex, contour_lambda,
 # Points of a physical batch integrated together (one vector integrand); its budget is this
 # many times the evaluations of the batch's first point alone, and only points whose first
 # run took at most BATCH_MAX_EVALS evaluations are batched (beyond that the integration, not
-# the overhead of a run, is the cost).
+# the overhead of a run, is the cost).  Points of a batch whose estimates are finite but
+# above the tolerance at its budget (past a threshold a scan's points need several times the
+# first point's evaluations) are batched again with BATCH_BUDGET times the budget, while it
+# stays within BATCH_BUDGET * BATCH_MAX_EVALS; they keep the strength chosen for them.
 CONTOUR_BATCH = 512
 BATCH_BUDGET = 4.0
 BATCH_MAX_EVALS = 10**6
@@ -513,6 +539,7 @@ class _ContourPoints:
         self.lams = [0.0] * P
         self.cost = np.zeros(P, np.int64)
         self.levels: list[int | None] = [None] * P     # a converged QMC run's last level
+        self.short = np.zeros(P, bool)     # batched: finite, but above the tolerance
         self.evaluations = 0
 
     def one(self, stage, kin, i: int, contour_lambda, derivatives,
@@ -550,13 +577,15 @@ class _ContourPoints:
         ig = stage.integrand
         K = len(idx)
         pts = kin[idx]
-        if contour_lambda == "auto":
+        if contour_lambda != "auto":
+            lam = np.full(K, float(contour_lambda))
+        elif np.all(self.short[idx]):           # a further round: the strengths chosen before
+            lam = np.asarray([self.lams[i] for i in idx])
+        else:
             pilot = pilot_for(stage)
             if pilot is not None:
                 pilot = dataclasses.replace(pilot, points=BATCH_PILOT)
             lam = ig.deformation_lambdas(pts, BATCH_PILOT, pilot)
-        else:
-            lam = np.full(K, float(contour_lambda))
         f, w = with_derivatives(derivatives, ig.bind_deformed(pts, lam))
         r = dataclasses.replace(stage, max_evals=min(stage.max_evals, budget)).integrate(f)
         self.evaluations += r.evaluations
@@ -565,13 +594,19 @@ class _ContourPoints:
             met = np.isfinite(v) & np.isfinite(e) & (
                 np.hypot(e.real, e.imag) <= np.maximum(stage.atol, stage.rtol * np.abs(v)))
         ok = np.all(met, axis=(0, 2))
+        finite = np.all(np.isfinite(v) & np.isfinite(e), axis=(0, 2))
+        for j, i in enumerate(idx):
+            self.short[i] = finite[j] and not ok[j]
+            self.lams[i] = float(lam[j])
         if w is not None:
             v, e = v / w[:, :, None], e / w[:, :, None]
-        for j in np.flatnonzero(ok):
-            i = idx[j]
-            self.value[:, i] = v[:, j, 0] * self.prefactor
-            self.error[:, i] = scale_error(e[:, j, 0], self.prefactor)
-            self.conv[i], self.status[i], self.lams[i] = True, "converged", float(lam[j])
+        took = np.flatnonzero(ok)
+        at = np.asarray(idx)[took]
+        self.value[:, at] = v[:, took, 0] * self.prefactor
+        self.error[:, at] = scale_error(e[:, took, 0], self.prefactor)
+        self.conv[at] = True
+        for i in at:
+            self.status[i] = "converged"
 
 
 def _blocks(*outs) -> int:

@@ -66,7 +66,7 @@ from .diagram import EPS, Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
-from .region import classify_coefficients
+from .region import classify_points
 from .plan import engine_domain, integrand, make_engine, point_text, reduced, support_groups
 from .result import Result, device_name, points_status
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
@@ -649,7 +649,7 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
     _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
     K = kin.shape[0]
     B = blocks(req)
-    regions = [classify_coefficients(si.F_exponents, c) for c in si.F_coefficients(kin)]
+    regions = classify_points(si.F_exponents, si.F_coefficients(kin))
     bare = np.zeros((B, K, si.M), complex)
     berr = np.zeros((B, K, si.M), complex)
     ok = np.zeros(K, bool)

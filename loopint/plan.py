@@ -39,7 +39,7 @@ from .engines.base import Box, Engine, IntegrationResult, Simplex
 from .errors import DiagramError, SpecError
 from .lower import Integrand
 from .problem import Problem, Settings
-from .region import Region, classify_coefficients
+from .region import Region, classify_points
 
 # Each term I(delta_j) is computed to rtol * DELTA_RTOL_FACTOR: half of the budget for the
 # terms, half for the extrapolation, which amplifies the terms' errors (the rational fit 40 to
@@ -89,11 +89,22 @@ class LRU:
             self._data.clear()
 
 
+def _srepr(expr) -> str:
+    """:func:`sympy.srepr`, kept per expression: a scan's plans key the same polynomials many
+    times, and printing a two-loop F costs milliseconds."""
+    return _srepr_of(type(expr), expr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _srepr_of(kind: type, expr) -> str:
+    # keyed by type and value: 1, Integer(1) and Float(1.0) may compare equal but print apart
+    return sympy.srepr(expr)
+
+
 def _content_key(diagram: Diagram, *extra) -> tuple:
     """A hashable key of the diagram's polynomials, variables and propagator powers."""
-    return (sympy.srepr(diagram.U), sympy.srepr(diagram.F),
-            tuple(sympy.srepr(v) for v in diagram.variables),
-            tuple(sympy.srepr(v) for v in diagram.powers)) + extra
+    return (_srepr(diagram.U), _srepr(diagram.F), tuple(_srepr(v) for v in diagram.variables),
+            tuple(_srepr(v) for v in diagram.powers)) + extra
 
 
 INTEGRANDS = LRU(32)
@@ -110,7 +121,7 @@ def integrand(diagram: Diagram, domain: str, transform: str, precision: str,
     (scans, phenomenology loops) reuse the compiled kernels.  The key is the content of the
     diagram, not the object."""
     key = _content_key(diagram, tuple(diagram.kinematic_symbols),
-                       sympy.srepr(diagram.U_exponent), sympy.srepr(diagram.F_exponent),
+                       _srepr(diagram.U_exponent), _srepr(diagram.F_exponent),
                        domain, transform, precision, kind)
     return INTEGRANDS.get(key, lambda: kind(diagram, domain=domain, transform=transform,
                                              precision=precision))
@@ -120,7 +131,7 @@ def verdict(diagram: Diagram) -> Verdict:
     """:func:`loopint.divergence.analyze` of the diagram's own supports (the supports at the
     kinematic point once :func:`at_point` has dropped the vanishing coefficients), cached by
     content."""
-    key = _content_key(diagram, sympy.srepr(diagram.dimension))
+    key = _content_key(diagram, _srepr(diagram.dimension))
     return VERDICTS.get(key, lambda: analyze(diagram))
 
 
@@ -214,7 +225,7 @@ def point_regions(probe: Integrand, kin: np.ndarray, s: Settings) -> list[Region
     if s.delta != "auto" and s.delta != 0:
         return [Region("physical", f"delta sequence requested (delta0 = {s.delta})")] * kin.shape[0]
     coefs = probe.F_coefficients(kin)
-    regions = [classify_coefficients(expo, coefs[k]) for k in range(kin.shape[0])]
+    regions = classify_points(expo, coefs)
     if s.delta == 0:
         regions = [Region("euclidean" if r.kind == "euclidean" else "forced",
                           "delta = 0 requested", r.method) for r in regions]
@@ -222,16 +233,18 @@ def point_regions(probe: Integrand, kin: np.ndarray, s: Settings) -> list[Region
 
 
 # ------------------------------------------------------------------ method, domain, engine
-def method_for(s: Settings, ndim: int, regulated: bool, diagram: Diagram | None = None) -> str:
-    """The engine of the direct points (``regulated=False``) or of the delta terms:
-    ``s.method``, or for ``"auto"`` :func:`loopint.engines.choose_method` of a Feynman
-    integrand, decomposed when the diagram has blow-ups (:func:`has_blowups`)."""
+def method_for(s: Settings, ndim: int, regulated: bool, diagram: Diagram | None = None,
+               points: int = 1) -> str:
+    """The engine of the direct points (``regulated=False``; ``points`` of them integrated
+    together) or of the delta terms: ``s.method``, or for ``"auto"``
+    :func:`loopint.engines.choose_method` of a Feynman integrand, decomposed when the diagram
+    has blow-ups (:func:`has_blowups`)."""
     if s.method != "auto":
         return s.method
     if regulated:
         decomposed = diagram is not None and has_blowups(diagram)
         return engines.choose_method(ndim, "regulated", decomposed=decomposed)
-    return engines.choose_method(ndim, "feynman")
+    return engines.choose_method(ndim, "feynman", points=points)
 
 
 def contour_method(s: Settings, ndim: int) -> str:
@@ -468,7 +481,8 @@ class RunPlan:
     @functools.cached_property
     def direct(self) -> Stage:
         s = self.settings
-        method = method_for(s, self.ndim, regulated=False, diagram=self.diagram)
+        method = method_for(s, self.ndim, regulated=False, diagram=self.diagram,
+                            points=sum(r.kind != "physical" for r in self.regions))
         domain = domain_for(s, method, self.diagram)
         return self._stage(method, domain, make_engine(method, s, self.ndim), s.rtol,
                            self.bare_atol)

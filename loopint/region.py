@@ -48,7 +48,9 @@ def classify_F(F: sympy.Expr, xs: Sequence[sympy.Symbol], max_boxes: int = 20000
          halved along their longest side until every box has a positive bound
          ('euclidean', proven) or F < 0 is found at a box centre ('physical', with the point);
       3. if the box budget runs out, the point is reported 'physical' (undecided), so the
-         regulator is used: safe, only slower.
+         regulator is used: safe, only slower.  Where F vanishes at a vertex of the simplex
+         (every F of two loops or more) no bound can close the boxes at that vertex, so
+         only a short search for F < 0 is made (:data:`VERTEX_ZERO_BOXES`).
     """
     poly = sympy.Poly(F, *xs)
     terms = poly.terms()
@@ -64,66 +66,136 @@ def classify_F(F: sympy.Expr, xs: Sequence[sympy.Symbol], max_boxes: int = 20000
 
 def classify_coefficients(expo: np.ndarray, coef: np.ndarray, max_boxes: int = 20000) -> Region:
     """:func:`classify_F` for F given as exponents ``expo[T, N]`` and coefficients ``coef[T]``."""
-    coef = np.asarray(coef, dtype=float)
-    nz = coef != 0
-    expo, coef = np.asarray(expo, dtype=float)[nz], coef[nz]
-    if coef.size == 0:
-        return Region("physical", "F vanishes identically at this point")
-    if not np.all(np.isfinite(coef)):
+    return classify_points(expo, np.asarray(coef, dtype=float)[None, :], max_boxes)[0]
+
+
+def classify_points(expo: np.ndarray, coefs: np.ndarray, max_boxes: int = 20000) -> list[Region]:
+    """:func:`classify_coefficients` of every kinematic point, F's coefficients ``coefs[P, T]``
+    over the exponents ``expo[T, N]``: the branch-and-bound of :func:`classify_F` run for all
+    undecided points at once (their boxes in one array, each tagged with its point; the budget
+    of ``max_boxes`` is per point), so a scan of many points costs a few array passes rather
+    than a Python loop per point.  The result of each point is the one it gets alone."""
+    expo = np.asarray(expo, dtype=float)
+    coefs = np.atleast_2d(np.asarray(coefs, dtype=float))
+    P = coefs.shape[0]
+    out: list = [None] * P
+    if not np.all(np.isfinite(coefs)):
         raise DiagramError("F has non-finite coefficients at this kinematic point", "kinematics")
-    if np.all(coef >= 0):
-        return Region("euclidean", "all coefficients of F are >= 0")
-    if np.all(coef <= 0):
-        return Region("negative", "all coefficients of F are <= 0")
+    # zero coefficients add nothing to F or to its bounds, so they stay in the arrays
+    for p in np.flatnonzero(np.all(coefs == 0, axis=1)):
+        out[p] = Region("physical", "F vanishes identically at this point")
+    for p in np.flatnonzero(np.all(coefs >= 0, axis=1) & np.any(coefs != 0, axis=1)):
+        out[p] = Region("euclidean", "all coefficients of F are >= 0")
+    for p in np.flatnonzero(np.all(coefs <= 0, axis=1) & np.any(coefs != 0, axis=1)):
+        out[p] = Region("negative", "all coefficients of F are <= 0")
+    todo = np.array([p for p in range(P) if out[p] is None], dtype=np.int64)
+    if not len(todo):
+        return out
     N = expo.shape[1]
-    scale = float(np.sum(np.abs(coef)))
-    pos, neg = np.clip(coef, 0, None), np.clip(-coef, 0, None)
-    lo_list, hi_list = [], []
-    for l in range(N):
-        lo = np.zeros(N)
-        hi = np.ones(N)
-        lo[l] = 1.0
-        lo_list.append(lo)
-        hi_list.append(hi)
-    lo, hi = np.array(lo_list), np.array(hi_list)
-    used = 0
-    while len(lo):
-        used += len(lo)
-        if used > max_boxes:
-            return Region("physical", "undecided: branch-and-bound budget exhausted "
-                          f"({max_boxes} boxes); treated as physical (delta-regulated)")
-        mid = 0.5 * (lo + hi)
-        fmid = _mono(mid, expo) @ coef
-        if np.any(fmid < -1e-14 * scale):
-            k = int(np.argmin(fmid))
-            pt = mid[k] / mid[k].sum()
-            return Region("physical", "F < 0 found at a point of the simplex",
-                          "x = [" + ", ".join(f"{v:.4g}" for v in pt) + f"], F = {fmid[k] / mid[k].sum() ** expo[0].sum():.3g}")
-        bound = _mono(lo, expo) @ pos - _mono(hi, expo) @ neg
-        open_ = bound <= 1e-12 * scale
-        lo, hi = lo[open_], hi[open_]
-        if not len(lo):
+    degree = expo[0].sum()
+    scale = np.sum(np.abs(coefs), axis=1)
+    # F at the simplex's vertices e_l: the coefficients of x_l^degree.  Where one vanishes
+    # (always for two loops and more, where U has no pure powers; or a massless line), every
+    # box at that vertex has the bound -(negative terms) < 0, so no proof of positivity can
+    # close: only a point with F < 0 can decide, searched for within VERTEX_ZERO_BOXES boxes.
+    pure = [np.flatnonzero(np.all(expo == degree * np.eye(N)[l], axis=1)) for l in range(N)]
+    at_vertex = np.stack([coefs[:, i[0]] if i.size else np.zeros(P) for i in pure], axis=1)
+    unprovable = np.any(at_vertex == 0, axis=1)
+    budget = np.where(unprovable, min(max_boxes, VERTEX_ZERO_BOXES), max_boxes)
+    pos, neg = np.clip(coefs, 0, None), np.clip(-coefs, 0, None)
+    # every undecided point starts from the N primary-sector cubes {x_l = 1, 0 <= x_j <= 1}
+    owner = np.repeat(todo, N)
+    lo = np.tile(np.eye(N), (len(todo), 1))
+    hi = np.ones_like(lo)
+    used = np.zeros(P, dtype=np.int64)
+    while len(owner):
+        used += np.bincount(owner, minlength=P)
+        over = np.unique(owner[used[owner] > budget[owner]])
+        for p in over:
+            out[p] = Region("physical", _undecided(unprovable[p], budget[p], at_vertex[p]))
+        live = used[owner] <= budget[owner]
+        owner, lo, hi = owner[live], lo[live], hi[live]
+        if not len(owner):
             break
-        width = hi - lo
-        ax = np.argmax(width, axis=1)
-        r = np.arange(len(lo))
+        mid = 0.5 * (lo + hi)
+        fmid = _values(mid, expo, coefs, owner)
+        neg_at = fmid < -1e-14 * scale[owner]
+        if np.any(neg_at):
+            # per point, the box centre of smallest F among this pass's boxes
+            order = np.lexsort((fmid, owner))
+            first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+            for k in first[neg_at[first]]:
+                pt = mid[k] / mid[k].sum()
+                out[owner[k]] = Region(
+                    "physical", "F < 0 found at a point of the simplex",
+                    "x = [" + ", ".join(f"{v:.4g}" for v in pt) + "], "
+                    f"F = {fmid[k] / mid[k].sum() ** degree:.3g}")
+            keep = ~np.isin(owner, owner[neg_at])
+            owner, lo, hi, mid = owner[keep], lo[keep], hi[keep], mid[keep]
+        bound = _values(lo, expo, pos, owner) - _values(hi, expo, neg, owner)
+        open_ = bound <= 1e-12 * scale[owner]
+        closed = np.setdiff1d(np.unique(owner), owner[open_])
+        for p in closed:
+            out[p] = Region("euclidean", "F > 0 proven on the simplex by branch-and-bound "
+                            f"({used[p]} boxes)")
+        owner, lo, hi = owner[open_], lo[open_], hi[open_]
+        if not len(owner):
+            break
+        ax = np.argmax(hi - lo, axis=1)
+        r = np.arange(len(owner))
         m = 0.5 * (lo[r, ax] + hi[r, ax])
         lo2, hi1 = lo.copy(), hi.copy()
         hi1[r, ax] = m
         lo2[r, ax] = m
+        owner = np.concatenate([owner, owner])
         lo = np.concatenate([lo, lo2])
         hi = np.concatenate([hi1, hi])
-    return Region("euclidean", f"F > 0 proven on the simplex by branch-and-bound ({used} boxes)")
+    return out
+
+
+# Boxes searched for a point with F < 0 where F vanishes at a vertex of the simplex and
+# positivity therefore cannot be proven (:func:`classify_points`); the point is physical
+# either way, the search only supplies the evidence.
+VERTEX_ZERO_BOXES = 512
+
+
+def _undecided(unprovable: bool, budget: int, at_vertex: np.ndarray) -> str:
+    """The method of an undecided point."""
+    if unprovable:
+        l = int(np.flatnonzero(at_vertex == 0)[0])
+        return ("undecided: F vanishes at the vertex x_{} = 1 of the simplex, so bounds cannot "
+                "prove it positive, and no point with F < 0 was found in {} boxes; treated as "
+                "physical (delta-regulated)".format(l + 1, budget))
+    return (f"undecided: branch-and-bound budget exhausted ({budget} boxes); treated as "
+            "physical (delta-regulated)")
+
+
+def _values(x, expo, coefs, owner, chunk: int = 2048):
+    """sum_t coefs[owner[b], t] x[b]^expo[t] for every box ``b``, in chunks of boxes small
+    enough that the monomials of a chunk stay in the processor's cache."""
+    out = np.empty(x.shape[0])
+    for a in range(0, x.shape[0], chunk):
+        b = slice(a, a + chunk)
+        out[b] = np.einsum("bt,bt->b", _mono(x[b], expo), coefs[owner[b]])
+    return out
 
 
 def _mono(x, expo):
     """The monomials x^expo at the points ``x[B, N]``: ``[B, T]``, by repeated products (the
-    exponents are small non-negative integers; a float power per entry costs far more).  The
+    exponents are small non-negative integers; a float power per entry costs far more): the
+    powers x_j^0..x_j^max of each variable, then one gathered product per variable.  The
     boxes' corners and centres are dyadic, so the products are exact while degree times
     bisection depth stays within the 53-bit mantissa, and within rounding beyond."""
-    out = np.ones((x.shape[0], expo.shape[0]))
+    expo = np.asarray(expo, dtype=np.int64)
+    out = None
     for j in range(expo.shape[1]):
-        for p in range(1, int(expo[:, j].max(initial=0)) + 1):
-            cols = expo[:, j] >= p
-            out[:, cols] *= x[:, j:j + 1]
-    return out
+        top = int(expo[:, j].max(initial=0))
+        if top == 0:
+            continue
+        powers = np.empty((x.shape[0], top + 1))
+        powers[:, 0] = 1.0
+        for p in range(1, top + 1):
+            powers[:, p] = powers[:, p - 1] * x[:, j]
+        factor = powers[:, expo[:, j]]
+        out = factor if out is None else out * factor
+    return np.ones((x.shape[0], expo.shape[0])) if out is None else out

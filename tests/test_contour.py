@@ -163,19 +163,36 @@ def test_several_points_each_on_its_own_contour():
     assert lams[0] == ig.deformation_lambda(np.array([[1.0, 10.0]]))
 
 
-def test_a_physical_scan_is_batched_and_a_hard_point_runs_alone():
+def test_a_physical_scan_is_batched_and_a_hard_point_gets_a_larger_budget(monkeypatch):
     """Cheap physical points after the first are one vector integrand; the point just above
-    threshold (s = 4.0001) does not meet the tolerance in the batch's budget and is
-    computed alone, as are points the batch cannot certify: every point against the closed
-    form within 3 errors, and far fewer evaluations than one run per point."""
+    threshold (s = 4.0001) does not meet the tolerance in the batch's budget and is batched
+    again with BATCH_BUDGET times that budget (no run of its own): every point against the
+    closed form within 3 errors, and far fewer evaluations than one run per point."""
+    from loopint import contour
     from physical_points import c0_equal
     p = load(os.path.join(DIAGRAMS, "triangle_above_threshold.toml"))
     s = np.array([10.0, 4.5, 6.0, 8.0, 12.0, 20.0, 30.0, 4.0001])
+    calls = []
+    one, batch = contour._ContourPoints.one, contour._ContourPoints.batch
+
+    def spy_one(self, stage, kin, i, *a, **k):
+        one(self, stage, kin, i, *a, **k)
+        calls.append(("one", i))
+
+    def spy_batch(self, stage, kin, idx, lam, derivatives, budget):
+        batch(self, stage, kin, idx, lam, derivatives, budget)
+        calls.append(("batch", list(idx), budget, [bool(self.conv[i]) for i in idx]))
+
+    monkeypatch.setattr(contour._ContourPoints, "one", spy_one)
+    monkeypatch.setattr(contour._ContourPoints, "batch", spy_batch)
     r = loopint.compute(p, {"s": s, "m": 1.0}, rtol=1e-6, contour="deform")
     ref = np.array([c0_equal(x, 1.0) for x in s])
-    ok = np.asarray(r.info["point_converged"])
-    assert ok[:-1].all()
-    assert np.all(np.abs(r.value - ref)[ok] <= 3 * np.abs(r.error)[ok])
+    assert np.all(r.info["point_converged"])
+    assert np.all(np.abs(r.value - ref) <= 3 * np.abs(r.error))
+    assert [c[0] for c in calls] == ["one", "batch", "batch"]
+    (_, first, budget, conv), (_, second, budget2, conv2) = calls[1], calls[2]
+    assert first == list(range(1, 8)) and conv == [True] * 6 + [False]
+    assert second == [7] and conv2 == [True] and budget2 == int(budget * contour.BATCH_BUDGET)
     single = sum(loopint.compute(p, {"s": x, "m": 1.0}, rtol=1e-6, contour="deform").evaluations
                  for x in s[:-1])
     batched = loopint.compute(p, {"s": s[:-1], "m": 1.0}, rtol=1e-6, contour="deform")

@@ -20,6 +20,7 @@ All polynomial comparisons are exact (sympy.expand of the difference is 0).
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
 import tomllib
@@ -32,7 +33,7 @@ import sympy
 
 from loopint.diagram import Diagram, is_scaleless
 from loopint.errors import DiagramError
-from loopint.region import Region, classify_coefficients, classify_F
+from loopint.region import Region, classify_coefficients, classify_F, classify_points
 from loopint.problem import load
 from loopint.testfunctions import table51_cc_dd
 
@@ -656,6 +657,7 @@ def test_never_calls_a_physical_point_euclidean(name):
     pts = _simplex_sample(len(xs), 20000, rng)
     mono = np.prod(pts[:, None, :] ** expo[None, :, :], axis=2)
     seen = {"euclidean": 0, "negative": 0, "physical": 0, "bnb": 0}
+    drawn = []
     for _ in range(150):
         kin = {}
         for s_ in d.kinematic_symbols:
@@ -664,6 +666,7 @@ def test_never_calls_a_physical_point_euclidean(name):
                 kin[s_] = 0.0
         coef = np.array(coef_fn(*[kin[s_] for s_ in d.kinematic_symbols]), dtype=float)
         r = classify_coefficients(expo, coef)
+        drawn.append((coef, r))
         seen[r.kind] += 1
         seen["bnb"] += "branch-and-bound" in r.method
         F = mono @ coef
@@ -673,6 +676,10 @@ def test_never_calls_a_physical_point_euclidean(name):
         elif r.kind == "negative":
             assert F.max() <= tol, (kin, r)
     assert seen["euclidean"] >= 5 and seen["physical"] >= 5 and seen["bnb"] >= 1, seen
+    # all points at once (one branch-and-bound over every point's boxes): each point's
+    # classification, evidence included, is the one it gets alone
+    together = classify_points(expo, np.array([c for c, _ in drawn]))
+    assert together == [r for _, r in drawn]
 
 
 def test_classify_F_consistent_with_classify_coefficients():
@@ -684,11 +691,44 @@ def test_classify_F_consistent_with_classify_coefficients():
         classify_F(d.F, d.variables)                 # symbols left: refused, not guessed
 
 
+def test_a_zero_at_a_vertex_leaves_positivity_undecided_after_a_short_search():
+    """F of two loops vanishes at the simplex's vertices (U has no pure powers), so the bound
+    of every box at a vertex is negative once F has a negative coefficient: no proof can close
+    and the point is physical after a search of VERTEX_ZERO_BOXES boxes, not after the full
+    budget; where F < 0 somewhere the search finds it.  The ladder vertex of seed 000 at
+    k^2 = 2.5 m_t^2 (coefficients of both signs, F >= 0 on a sample) and at 6 m_t^2."""
+    from loopint import region
+    from loopint.lower import Integrand
+    p = load(ROOT / "diagrams" / "ladder_vertex_2L_k1.toml")
+    probe = Integrand(p.diagram)
+    kin = probe.kinematics_array({"mt": 1.0, "mZ": p.kinematics["mZ"], "k2": [2.5, 6.0]})
+    coefs = probe.F_coefficients(kin)
+    expo = probe.F_exponents
+    assert np.any(coefs[0] < 0) and np.any(coefs[0] > 0)
+    rng = np.random.default_rng(3)
+    x = rng.dirichlet(np.ones(expo.shape[1]), 20000)
+    assert (region._mono(x, expo) @ coefs[0]).min() >= 0
+    N = expo.shape[1]
+    corner = region._values(np.eye(N)[:1], expo, np.clip(coefs, 0, None), np.array([0])) - \
+        region._values(np.ones((1, N)), expo, np.clip(-coefs, 0, None), np.array([0]))
+    assert corner[0] < 0                          # the box {x_1 = 1} does not close
+    at, above = classify_points(expo, coefs)
+    assert at.kind == "physical" and "vanishes at the vertex" in at.method
+    assert f"{region.VERTEX_ZERO_BOXES} boxes" in at.method
+    assert above.kind == "physical" and above.method.startswith("F < 0 found")
+
+
 def test_undecided_is_physical():
     """F = (x1 - x2)^2 touches 0 inside: cannot be proven positive; never 'euclidean'."""
     expo = np.array([[2, 0], [1, 1], [0, 2]], float)
     r = classify_coefficients(expo, np.array([1.0, -2.0, 1.0]), max_boxes=2000)
     assert r.kind == "physical" and "undecided" in r.method
+    # the budget is per point: beside points decided at once, the undecided one stays so
+    rows = np.array([[1.0, -2.0, 1.0], [1.0, 1.0, 1.0], [1.0, -3.0, 1.0], [1.0, -1.0, 1.0]])
+    together = classify_points(expo, rows, 2000)
+    assert together == [classify_coefficients(expo, c, 2000) for c in rows]
+    assert [(r.kind, r.method.split(" ")[0]) for r in together] == [
+        ("physical", "undecided:"), ("euclidean", "all"), ("physical", "F"), ("euclidean", "F")]
 
 
 def test_branch_and_bound_monomials_are_exact_products():

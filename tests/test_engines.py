@@ -72,6 +72,9 @@ def test_choose_method_is_the_one_automatic_choice():
     c = engines.choose_method
     assert [c(d) for d in (1, 7, 8)] == ["cubature", "cubature", "qmc"]
     assert [c(d, "feynman") for d in (3, 4, 5, 6)] == ["iterated", "cubature", "cubature", "qmc"]
+    # several kinematic points as one vector integrand: cubature from one dimension on
+    assert [c(d, "feynman", points=2) for d in (1, 3, 5, 6)] == \
+        ["cubature", "cubature", "cubature", "qmc"]
     assert c(4, "regulated") == "iterated" and c(6, "regulated", decomposed=True) == "cubature"
     assert c(7, "regulated", decomposed=True) == "iterated"
     assert [c(d, "contour") for d in (4, 5)] == ["cubature", "qmc"]

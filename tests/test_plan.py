@@ -216,6 +216,8 @@ def test_method_for_keeps_an_explicit_method(method, regulated, massless_triangl
 def test_method_for_auto_follows_choose_method(ndim, massless_triangle):
     s = settings()
     assert method_for(s, ndim, False) == engines.choose_method(ndim, "feynman")
+    assert method_for(s, ndim, False, points=40) == \
+        engines.choose_method(ndim, "feynman", points=40)
     assert method_for(s, ndim, True) == engines.choose_method(ndim, "regulated")
     # A diagram with blow-ups has its delta terms integrated over the decomposed sectors.
     assert method_for(s, ndim, True, massless_triangle) == \

@@ -15,6 +15,7 @@ points (every ``len // 4``-th and the last) a single-point run at rtol / 100 is 
 be <= 1) and ``honest`` whether every sampled true error is within 3 times its estimate.
 
     python -m loopint.bench.scan_cases [--quick] [--points N N N]     (--quick: no ladder)
+    python -m loopint.bench.scan_cases --direct      (Euclidean points: iterated and cubature)
 """
 
 from __future__ import annotations
@@ -91,12 +92,44 @@ def run(quick: bool = False, points: tuple | None = None) -> list[dict]:
     return rows
 
 
+def run_direct(points: tuple = (300, 100), rtols: tuple = (1e-6, 1e-9)) -> list[dict]:
+    """Euclidean points only (s/m^2 in [-10, 3.9]) of the triangle and box scans as one vector
+    integrand, by the iterated engine and by cubature (the choice of ``method="auto"`` for
+    several points, :func:`loopint.engines.choose_method`): the second run's seconds, and
+    the largest difference of the two in units of rtol |value|."""
+    from . import format_table
+    rows = []
+    for (name, target, fixed, symbol, _, _), n in zip(_cases((1, 1, 0))[:2], points):
+        kin = {**fixed, symbol: np.linspace(-10.0, 3.9, n)}
+        for rtol in rtols:
+            out = {}
+            for method in ("iterated", "cubature"):
+                compute(target, kin, rtol=rtol, method=method)
+                t0 = time.perf_counter()
+                out[method] = r = compute(target, kin, rtol=rtol, method=method)
+                seconds = time.perf_counter() - t0
+                rows.append({"case": f"{name}, {n} Euclidean points", "rtol": rtol,
+                             "method": method, "converged": int(np.sum(r.info["point_converged"])),
+                             "evaluations": int(r.evaluations), "seconds": seconds,
+                             "device": device_name()})
+            a, b = out["iterated"].value, out["cubature"].value
+            rows[-1]["ratio"] = rows[-2]["seconds"] / rows[-1]["seconds"]
+            rows[-1]["diff/tol"] = float(np.max(np.abs(a - b) / (rtol * np.abs(a))))
+    print(format_table(rows), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--points", type=int, nargs=3, metavar=("TRIANGLE", "BOX", "LADDER"))
+    ap.add_argument("--direct", action="store_true",
+                    help="the Euclidean points by the iterated engine and by cubature")
     a = ap.parse_args(argv)
-    run(a.quick, tuple(a.points) if a.points else None)
+    if a.direct:
+        run_direct()
+    else:
+        run(a.quick, tuple(a.points) if a.points else None)
     return 0
 
 

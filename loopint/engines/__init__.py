@@ -31,7 +31,8 @@ def get(method: str, **options) -> Engine:
     return ENGINES[method](**options)
 
 
-def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = False) -> str:
+def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = False,
+                  points: int = 1) -> str:
     """The engine ``method="auto"`` uses for an ``ndim``-dimensional integrand of a kind.
 
     - ``"generic"`` (:func:`loopint.integrate`): Genz-Malik cubature up to 7 dimensions, where
@@ -40,7 +41,12 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
     - ``"feynman"`` (a Feynman integrand at a Euclidean point or on a deformed contour): the
       iterated engine up to 3 dimensions, cubature up to 5, lattices above.  At 6 dimensions
       the seeds' Table 5.1 integral to rtol 1e-8 on a 2-core CPU takes 4.2e6 lattice
-      evaluations against 1e9 for cubature.
+      evaluations against 1e9 for cubature.  Several kinematic points at once (``points``
+      > 1, one vector integrand) go to cubature up to 5 dimensions: there the iterated
+      engine refines every inner integral for the hardest point and pays a host round trip
+      per level and step; on a 2-core CPU, 300 points of a one-loop triangle (2-D) and 100
+      of the massive box (3-D) at rtol 1e-6 and 1e-9 took 1.9-24 times longer by the
+      iterated engine (``python -m loopint.bench.scan_cases --direct``).
     - ``"regulated"`` (a term of the delta sequence, which cancels strongly near the Landau
       surface): the iterated engine with absolute inner tolerances, except over decomposed
       sectors (``decomposed=True``, a multi-loop diagram whose U or F vanishes inside the
@@ -55,7 +61,8 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
     if integrand == "generic":
         return "cubature" if ndim <= 7 else "qmc"
     if integrand == "feynman":
-        return "iterated" if ndim <= 3 else "cubature" if ndim <= 5 else "qmc"
+        return ("iterated" if ndim <= 3 and points <= 1 else "cubature" if ndim <= 5
+                else "qmc")
     if integrand == "regulated":
         return "cubature" if decomposed and ndim <= 6 else "iterated"
     if integrand == "contour":

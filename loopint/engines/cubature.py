@@ -325,8 +325,8 @@ class _Run:
         est = problem.evaluate(*grid, count, jnp.ones((m,), dtype), cap)
         half = jnp.zeros((cap // 2,), jnp.int32)
         buffers, plan = _insert(*grid, est.value, est.error, est.split_axis, half, *grid,
-                                est.value, est.error, est.split_axis, jnp.int32(count),
-                                jnp.int32(0), jnp.bool_(True), retired_value, retired_error,
+                                est.value, est.error, est.split_axis, np.int32(count),
+                                np.int32(0), np.bool_(True), retired_value, retired_error,
                                 **scalars, is_complex=problem.integrand.is_complex)
         n9 = (make_rule("dcuhre9", problem.ndim).n_points
               if engine.estimate_for(problem.ndim) == "global" else 0)
@@ -406,9 +406,9 @@ class _Run:
         est9 = self.problem.evaluate(b[0], b[1], p.regions, self.plan.weights, p.capacity,
                                      rule="dcuhre9")
         dtype = self.problem.dtype
-        out = _global_estimate(b[2], b[3], est9.value, jnp.int32(p.regions),
+        out = _global_estimate(b[2], b[3], est9.value, np.int32(p.regions),
                                self.retired_value, self.retired_error,
-                               jnp.asarray(GLOBAL_RHO, dtype), jnp.asarray(GLOBAL_SAFETY, dtype))
+                               np.asarray(GLOBAL_RHO, dtype), np.asarray(GLOBAL_SAFETY, dtype))
         value_g, error_g, bad9 = jax.device_get((out[0], out[1], est9.nonfinite))
         p.nonfinite += int(bad9)
         p.evaluations += p.regions * sw.points
@@ -464,7 +464,7 @@ class _Run:
         """Move the smallest-error regions into the retired sums (:func:`_retire`)."""
         p = self.progress
         before = p.regions
-        self.buffers, kept, rv, re = _retire(*self.buffers, jnp.int32(before),
+        self.buffers, kept, rv, re = _retire(*self.buffers, np.int32(before),
                                              self.plan.weights, self.plan.targets,
                                              self.retired_error)
         p.regions = int(kept)
@@ -483,12 +483,12 @@ class _Run:
     def _bisect(self, split: int) -> None:
         """Bisect ``split`` regions, evaluate the children, insert them (one step)."""
         p, b, plan = self.progress, self.buffers, self.plan
-        parents, child_c, child_h = _children(b[0], b[1], b[3], b[4], jnp.int32(p.regions),
-                                              jnp.int32(split), plan.weights)
+        parents, child_c, child_h = _children(b[0], b[1], b[3], b[4], np.int32(p.regions),
+                                              np.int32(split), plan.weights)
         est = self.problem.evaluate(child_c, child_h, 2 * split, plan.weights, p.capacity)
         self.buffers, self.plan = _insert(
             *b, parents, child_c, child_h, est.value, est.error, est.split_axis,
-            jnp.int32(p.regions), jnp.int32(split), jnp.bool_(False), self.retired_value,
+            np.int32(p.regions), np.int32(split), np.bool_(False), self.retired_value,
             self.retired_error, **self.scalars, is_complex=self.problem.integrand.is_complex)
         self.bad = est.nonfinite
         p.evaluations += 2 * split * self.problem.points_per_region

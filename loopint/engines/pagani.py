@@ -227,8 +227,8 @@ class _Run:
         est = self.problem.evaluate(b[0], b[1], p.regions, jnp.asarray(self.weights, dtype),
                                     p.capacity)
         ev = _post_process(est.value, est.error, est.split_axis, est.nonfinite, b[2],
-                           jnp.int32(p.regions), jnp.bool_(p.iterations == 0),
-                           jnp.bool_(e.relerr_filtering and p.iterations > 0),
+                           np.int32(p.regions), np.bool_(p.iterations == 0),
+                           np.bool_(e.relerr_filtering and p.iterations > 0),
                            jnp.asarray(self.rtol, dtype))
         p.evaluations += p.regions * self.problem.points_per_region
         v_sum, e_sum, e_rel, n_active, bad = jax.device_get(
@@ -266,7 +266,7 @@ class _Run:
             return active, a, None
         dtype = self.problem.dtype
         budget = np.maximum(targets - self.finished_error - e_rel, 0)
-        th = _threshold_classify(ev.error, active, jnp.int32(p.regions),
+        th = _threshold_classify(ev.error, active, np.int32(p.regions),
                                  jnp.asarray(self.weights, dtype), jnp.asarray(budget, dtype))
         if bool(th.success):
             self.threshold_filterings += 1
@@ -290,7 +290,7 @@ class _Run:
             new_cap = p.capacity
         b = self.buffers
         self.buffers, fv, fe = _filter_split(b[0], b[1], ev.value, ev.error, ev.split_axis,
-                                             active, jnp.int32(p.regions), rows=new_cap)
+                                             active, np.int32(p.regions), rows=new_cap)
         fv, fe = jax.device_get((fv, fe))
         self.finished_value = self.finished_value + np.asarray(fv, np.float64)
         self.finished_error = self.finished_error + np.asarray(fe, np.float64)

@@ -461,15 +461,15 @@ class RegionProblem:
         rule = rule or self.rule
         chunk = self.chunk(capacity, rule)
         if capacity <= CAPACITY_STEP * chunk:
-            return evaluate_buffer(centers, halfwidths, jnp.int32(count), weights, chunk=chunk,
+            return evaluate_buffer(centers, halfwidths, np.int32(count), weights, chunk=chunk,
                                    rule=rule, **self.kernel)
         out = _no_estimates(rows=capacity, n_components=self.integrand.n_components,
                             dtype_name=self.kernel["dtype_name"])
         for start in range(0, int(count), chunk):
-            c, h = _take_chunk(centers, halfwidths, jnp.int32(start), chunk=chunk)
-            est = evaluate_chunk(c, h, jnp.int32(count - start), weights, rule=rule,
+            c, h = _take_chunk(centers, halfwidths, np.int32(start), chunk=chunk)
+            est = evaluate_chunk(c, h, np.int32(count - start), weights, rule=rule,
                                  **self.kernel)
-            out = _put_chunk(out, est, jnp.int32(start))
+            out = _put_chunk(out, est, np.int32(start))
         return out
 
     def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
