@@ -85,9 +85,10 @@ def test_global_estimate_bounds_the_true_error(name, d, rtol, max_evals):
 
 
 def test_auto_estimate_is_global_where_it_applies():
-    """``error_estimate="auto"``: global with the degree-7 rule from two dimensions on."""
+    """``error_estimate="auto"`` (the default): global with the degree-7 rule from two
+    dimensions on."""
     c = Cubature(error_estimate="auto")
-    assert Cubature().estimate_for(5) == "local"
+    assert Cubature().estimate_for(5) == "global"
     assert [c.estimate_for(d) for d in (1, 2, 8)] == ["local", "global", "global"]
     assert Cubature(rule="dcuhre9").estimate_for(3) == "local"
     assert Cubature(error_estimate="local").estimate_for(5) == "local"

@@ -310,12 +310,14 @@ def test_random_engines_get_the_seed(method):
     assert make_engine(method, settings(seed=12345), 3).seed == 12345
 
 
-def test_regulated_cubature_uses_the_global_error_estimate_from_two_dimensions():
+@pytest.mark.parametrize("regulated", [True, False])
+def test_cubature_uses_the_global_error_estimate_from_two_dimensions(regulated):
     s = settings()
-    assert make_engine("cubature", s, 2, regulated=True).error_estimate == "global"
-    assert make_engine("cubature", s, 6, regulated=True).error_estimate == "global"
-    assert make_engine("cubature", s, 1, regulated=True).estimate_for(1) == "local"
-    assert make_engine("cubature", s, 3, regulated=False).error_estimate == "local"
+    assert make_engine("cubature", s, 2, regulated=regulated).estimate_for(2) == "global"
+    assert make_engine("cubature", s, 6, regulated=regulated).estimate_for(6) == "global"
+    assert make_engine("cubature", s, 1, regulated=regulated).estimate_for(1) == "local"
+    # a delta term sweeps whenever due: the extrapolation amplifies its error
+    assert make_engine("cubature", s, 5, regulated=regulated).defer_sweeps is not regulated
 
 
 def test_regulated_iterated_uses_absolute_inner_tolerances_and_gk21():
@@ -430,7 +432,7 @@ def test_delta_terms_by_cubature_get_the_cubature_factor():
     dl = p.delta
     assert (dl.method, dl.domain, dl.engine_domain) == ("cubature", "decomposed", Box.cube(5))
     assert dl.rtol == pytest.approx(rtol * DELTA_RTOL_FACTOR_CUBATURE, rel=1e-15)
-    assert dl.engine.error_estimate == "global" and dl.engine.boundary_check is False
+    assert dl.engine.estimate_for(5) == "global" and dl.engine.boundary_check is False
     assert p.contour.method == "qmc" and p.contour.engine.seed == prob.settings.seed
     assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("embedded", "korobov3")
     assert p.contour.domain == p.contour.integrand.domain == "decomposed"
@@ -524,8 +526,8 @@ def test_direct_stage_integrates_the_triangle_below_threshold(below):
 
 def test_stage_integrate_options_apply_to_one_run(below):
     stage = plan_at(below, settings(method="cubature")).direct
-    r = stage.integrate(lambda x: x[:, 0] * x[:, 1], error_estimate="global")
-    assert r.converged and abs(r.value - 0.25) <= 1e-12
-    assert stage.engine.error_estimate == "local"          # the stage's engine is unchanged
+    r = stage.integrate(lambda x: x[:, 0] * x[:, 1], error_estimate="local")
+    assert r.converged and abs(r.value - 0.25) <= 1e-12 and r.info["error_estimate"] == "local"
+    assert stage.engine.error_estimate == "auto"           # the stage's engine is unchanged
     with pytest.raises(TypeError):
         stage.integrate(lambda x: x[:, 0], no_such_option=1)

@@ -400,6 +400,19 @@ def real_tolerance_met(values, errors, rtol: float, atol: float, n: NormalizedIn
     return tolerance_met(n.unpack(values), _combine_error(n.unpack(errors)), rtol, atol)
 
 
+def real_tolerance_excess(values, errors, rtol: float, atol: float,
+                          n: NormalizedIntegrand) -> float:
+    """How far the errors are from :func:`real_tolerance_met`: the largest
+    ``|error| / max(atol, rtol * |value|)`` over the user's components (<= 1 when met;
+    ``inf`` where a component's target is 0)."""
+    v = np.abs(np.asarray(n.unpack(values)))
+    e = np.abs(_combine_error(n.unpack(errors)))
+    target = np.maximum(atol, rtol * v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(target > 0, e / np.where(target > 0, target, 1), np.where(e > 0, np.inf, 0))
+    return float(np.max(q)) if q.size else 0.0
+
+
 def _combine_error(e):
     e = np.asarray(e)
     return np.hypot(e.real, e.imag) if np.iscomplexobj(e) else np.abs(e)

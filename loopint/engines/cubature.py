@@ -46,7 +46,14 @@ degree-5 one) enter without signs:
 
 Sweeps are taken when the live count has grown fourfold since the last one (from
 :data:`GLOBAL_FIRST_SWEEP` regions) and when the ratio of global to local error seen at the
-last sweep predicts convergence; their evaluations are counted and kept within
+last sweep predicts convergence, but not while the local estimate is predicted to meet the
+tolerance in fewer integrand points than the sweeps still needed for a validated estimate
+(two, then one) cost, the first one's kernel compilation counted as the points evaluated
+meanwhile (:data:`SWEEP_COMPILE_POINTS`, so that on an accelerator only runs of several
+10^8 points sweep): its excess over the tolerance, falling as ``R^-a`` in the live count
+``R`` between a step with at most half the regions and now, reaches 1 at ``R·excess^(1/a)``
+regions (osc4 in 4-D to rtol 1e-7: no sweep, 1.6·10^6 points against 4.1·10^6 with two
+sweeps; ``tests/test_cubature.py``).  Their evaluations are counted and kept within
 ``max_evals`` (a run stopped by a limit takes a last sweep with the evaluations kept for
 it, and has converged if that sweep meets the tolerance).  A sweep's estimate is used only
 when the previous sweep's estimate covers its value (``|S9 - S9_before| <= error_before``
@@ -59,10 +66,11 @@ after 2·10^7 evaluations: 1.5e-5 against 3.3e-5; f7 in 8-D after 3·10^7: 3.2e-
 8.4e-7).  The result then takes, per component, the smaller of the local and the global
 estimate.  On Genz's families f1-f7 of seed 001 in 3 to 8 dimensions, at budgets from
 3·10^6 to 10^8, the true error stayed within 0.66 of the global estimate
-(``tests/test_cubature.py``, ``tests/test_generic_digits.py``).  The delta sequence uses it
-(:func:`loopint.plan.make_engine`): the regulated ladder terms of :mod:`loopint.compute`
-extrapolate to pySecDec's value within their propagated estimate.  ``error_estimate="auto"``
-takes it wherever it applies (two or more dimensions, the degree-7 rule).
+(``tests/test_cubature.py``, ``tests/test_generic_digits.py``); the regulated ladder terms
+of the delta sequence extrapolate to pySecDec's value within their propagated estimate, and
+on the deformed contours of the physical test set the true error stayed within 0.04 of it
+(``tests/test_physical.py``).  The default, ``error_estimate="auto"``, takes it wherever it
+applies (two or more dimensions, the degree-7 rule).
 
 When the regions fill the memory bound (``memory_limit``), the regions with the smallest
 errors are retired into a fixed sum (together at most a quarter of the remaining error
@@ -101,6 +109,12 @@ GLOBAL_RHO = 0.1             # |I9 - I7| above this share of the local error: no
 GLOBAL_FIRST_SWEEP = 4096    # live regions before the first sweep of the global estimate
 GLOBAL_SAFETY = 2.0          # factor on the signed sum over the asymptotic regions
 LIMITS = (base.MAX_EVALS, base.MAX_ITERATIONS, base.MEMORY_LIMIT)   # stops a sweep may lift
+# The first sweep of a run also compiles (or loads) the degree-9 kernel: counted as the
+# integrand points the run could evaluate meanwhile.  The gamma gamma -> t tbar H pentagon's
+# contour in 4-D: about 1 s of compilation at 1.7e6 points/s on a 2-core CPU, about 3 s at
+# 2e8 points/s on an H100.
+SWEEP_COMPILE_POINTS = {"cpu": 2 * 10**6}
+SWEEP_COMPILE_POINTS_ACCELERATOR = 5 * 10**8
 
 
 def default_max_regions(device=None) -> int:
@@ -134,10 +148,17 @@ class Cubature(base.Engine):
         initial_divisions: start from the uniform grid with this many cells per axis.
         rule: ``"genz_malik"`` (degree 7/5, default) or ``"dcuhre9"`` (degree 9 with null
             rules, ``d >= 2``; see :class:`~loopint.engines.rules.genz_malik.GenzMalik9Rule`).
-        error_estimate: ``"local"`` (default: the sum of the regions' error estimates),
-            ``"global"`` (signed degree-9 sweeps of the partition, see the module docstring;
-            ``rule="genz_malik"`` and ``d >= 2``) or ``"auto"``: global where it applies
-            (``rule="genz_malik"``, ``d >= 2``), local otherwise (:meth:`estimate_for`).
+        error_estimate: ``"auto"`` (default): global where it applies
+            (``rule="genz_malik"``, ``d >= 2``), local otherwise (:meth:`estimate_for`);
+            ``"local"``: the sum of the regions' error estimates; ``"global"``: signed
+            degree-9 sweeps of the partition (module docstring; ``rule="genz_malik"`` and
+            ``d >= 2``; with ``defer_sweeps``, taken only where they cost fewer points than
+            the local estimate is predicted to need).
+        defer_sweeps: put a due sweep off while the local estimate is predicted to converge
+            in fewer integrand points than the sweeps and their kernel's compilation (module
+            docstring); False: sweep whenever one is due, for runs whose reported error
+            matters below the tolerance (the delta sequence's terms, whose errors the
+            extrapolation amplifies).
         stop_on_nonfinite: end the run at the first step that met a NaN/inf (status
             ``nonfinite``) instead of counting such values as 0 and going on: for integrands
             where one is a failure of the whole run (a deformed contour that left the Feynman
@@ -167,7 +188,8 @@ class Cubature(base.Engine):
     max_iterations: int = 100_000
     initial_divisions: int = 1
     rule: str = "genz_malik"
-    error_estimate: str = "local"
+    error_estimate: str = "auto"
+    defer_sweeps: bool = True
     stop_on_nonfinite: bool = False
     boundary_check: bool = True
     compile_ahead: bool | None = None
@@ -224,6 +246,8 @@ class _Sweeps:
     ``(value, error)`` (float64) and whether the sweep before covered it."""
 
     points: int
+    defer: bool = True
+    compile_points: int = 0
     count: int = 0
     evaluations: int = 0
     swept_regions: int = 0
@@ -231,17 +255,45 @@ class _Sweeps:
     ratio: float | None = None
     estimate: tuple | None = None
     validated: bool = False
+    history: list = dataclasses.field(default_factory=list)
 
-    def due(self, regions: int, predicts_convergence: Callable[[float], bool]) -> bool:
+    def due(self, regions: int, predicts_convergence: Callable[[float], bool],
+            local_cost: float = np.inf) -> bool:
         """Whether to sweep now, with ``regions`` live: the count has reached
         :attr:`next_at` (fourfold the last sweep's), or it has grown by half and
         ``predicts_convergence(ratio)`` says that the local error scaled by the last
-        global-to-local ratio meets the tolerance."""
+        global-to-local ratio meets the tolerance; and the sweeps that a validated
+        estimate still needs (two before the first estimate, then one; the first with
+        :attr:`compile_points` for its kernel) cost fewer integrand points than
+        ``local_cost``, what the local estimate alone is predicted to need
+        (:meth:`local_cost`), or sweeps are not deferred."""
         if not self.points:
             return False
         predicted = (self.ratio is not None and regions >= 1.5 * self.swept_regions
                      and predicts_convergence(self.ratio))
-        return regions >= self.next_at or predicted
+        needed = 2 if self.estimate is None else 1
+        cost = needed * regions * self.points + (self.compile_points if not self.count else 0)
+        return (regions >= self.next_at or predicted) and (not self.defer or local_cost >= cost)
+
+    def local_cost(self, regions: int, excess: float, points_per_region: int) -> float:
+        """Integrand points until the local estimate meets the tolerance, predicted from
+        its rate: ``excess`` (local error over tolerance) is recorded with ``regions``,
+        and compared with the last record at no more than half as many regions; an error
+        falling as ``R^-a`` reaches the tolerance at ``R·excess^(1/a)`` regions, each new
+        one costing two rule applications (a bisection).  ``inf`` without such a record
+        or where the error did not fall: the sweeps are then never put off."""
+        past = [(r, q) for r, q in self.history if 2 * r <= regions]
+        self.history.append((regions, excess))
+        if excess <= 1:
+            return 0.0
+        if not past or not 0 < excess < past[-1][1]:
+            return np.inf
+        r0, q0 = past[-1]
+        rate = np.log(q0 / excess) / np.log(regions / r0)
+        log_grow = np.log(excess) / rate
+        if log_grow > 40:
+            return np.inf
+        return float(np.expm1(log_grow)) * regions * 2 * points_per_region
 
     def record(self, value, error, regions: int, local_error) -> None:
         """Book a sweep of ``regions`` regions with global estimate ``(value, error)``:
@@ -333,7 +385,10 @@ class _Run:
         run = cls(engine, problem, rtol, atol, int(max_evals),
                   regions.Progress(regions=count, capacity=cap,
                                    evaluations=count * problem.points_per_region),
-                  _Sweeps(points=n9), scalars, buffers, plan, est.nonfinite, retired_value,
+                  _Sweeps(points=n9, defer=engine.defer_sweeps,
+                          compile_points=SWEEP_COMPILE_POINTS.get(
+                              jax.default_backend(), SWEEP_COMPILE_POINTS_ACCELERATOR)),
+                  scalars, buffers, plan, est.nonfinite, retired_value,
                   retired_error)
         run._compile_ahead()
         return run
@@ -389,11 +444,15 @@ class _Run:
         """Take a sweep when one is due (module docstring); whether its validated
         estimate meets the tolerance."""
         p, sw = self.progress, self.sweeps
-        if not (sw.points and p.iterations >= 1
-                and p.evaluations + p.regions * sw.points <= self.max_evals):
+        if not sw.points:
+            return False
+        local_cost = sw.local_cost(p.regions, self.problem.excess(
+            self.total_value, self.total_error, self.rtol, self.atol),
+            self.problem.points_per_region)
+        if not (p.iterations >= 1 and p.evaluations + p.regions * sw.points <= self.max_evals):
             return False
         if not sw.due(p.regions, lambda ratio: self.problem.met(
-                self.total_value, ratio * self.total_error, self.rtol, self.atol)):
+                self.total_value, ratio * self.total_error, self.rtol, self.atol), local_cost):
             return False
         self._sweep()
         return sw.met(self.problem, self.rtol, self.atol)
@@ -442,9 +501,9 @@ class _Run:
 
     def _compile_ahead(self) -> None:
         """From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, have the next
-        buffer size's steps (:func:`_compile_steps`) and, with the global estimate, the
-        sweeps of this size and the next (:func:`_compile_sweep`) compiled in the
-        background."""
+        buffer size's steps (:func:`_compile_steps`) and, with the global estimate (where
+        sweeps are deferred, once the run has taken one), the sweeps of this size and the
+        next (:func:`_compile_sweep`) compiled in the background."""
         cap = self.progress.capacity
         enabled = self.engine.compile_ahead
         if enabled is None:
@@ -456,7 +515,10 @@ class _Run:
         if new > cap:
             regions.AHEAD.submit(self._ahead_key("steps", cap, new),
                                  functools.partial(_compile_steps, self.problem, cap, new))
-        for rows in sizes if self.sweeps.points else ():
+        # deferred sweeps only once the run has taken one: most runs whose local estimate
+        # converges first never sweep, and a compilation in the background competes with it
+        sw = self.sweeps
+        for rows in sizes if sw.points and (sw.count or not sw.defer) else ():
             regions.AHEAD.submit(self._ahead_key("sweep", rows),
                                  functools.partial(_compile_sweep, self.problem, rows))
 

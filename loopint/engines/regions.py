@@ -526,6 +526,10 @@ class RegionProblem:
         """Whether the totals meet the tolerance in every user component."""
         return base.real_tolerance_met(total_value, total_error, rtol, atol, self.integrand)
 
+    def excess(self, total_value, total_error, rtol: float, atol: float) -> float:
+        """The largest error over its tolerance among the user components (<= 1: met)."""
+        return base.real_tolerance_excess(total_value, total_error, rtol, atol, self.integrand)
+
 
 def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: int,
             precision: str, rule: str, memory_limit: int | None,
