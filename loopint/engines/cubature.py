@@ -85,6 +85,7 @@ replaced by 0, and make the status ``nonfinite: ...`` (never converged).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import time
@@ -282,13 +283,19 @@ class _Sweeps:
         falling as ``R^-a`` reaches the tolerance at ``R·excess^(1/a)`` regions, each new
         one costing two rule applications (a bisection).  ``inf`` without such a record
         or where the error did not fall: the sweeps are then never put off."""
-        past = [(r, q) for r, q in self.history if 2 * r <= regions]
-        self.history.append((regions, excess))
+        # records with increasing region counts (a retirement drops the later ones), so
+        # that the comparison record is found by bisection
+        h = self.history
+        k = bisect.bisect_right(h, (regions // 2, np.inf))
+        past = h[k - 1] if k else None
+        while h and h[-1][0] >= regions:
+            h.pop()
+        h.append((regions, excess))
         if excess <= 1:
             return 0.0
-        if not past or not 0 < excess < past[-1][1]:
+        if past is None or not 0 < excess < past[1]:
             return np.inf
-        r0, q0 = past[-1]
+        r0, q0 = past
         rate = np.log(q0 / excess) / np.log(regions / r0)
         log_grow = np.log(excess) / rate
         if log_grow > 40:
