@@ -318,8 +318,8 @@ def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
     the local estimate is predicted to need), for every integrand: the sums of local errors
     overstate the true error 10^2-10^5 times, on delta terms (whose errors enter the
     extrapolation amplified), at Euclidean points and on the deformed contour (the pentagon
-    gamma gamma -> t tbar H at rtol 1e-6: 3.8e6 evaluations against 2.1e7, true error 1e-8
-    relative; ``tests/test_physical.py``); a delta term sweeps whenever a sweep is due
+    gamma gamma -> t tbar H at rtol 1e-6 on a CPU: 3.8e6 evaluations against 2.1e7, true
+    error 1e-8 relative; ``E0_ggttH`` of ``tests/physical_points.py``); a delta term sweeps whenever a sweep is due
     (``defer_sweeps=False``): its error is worth more than the points.  The cube engines
     skip their boundary probe: the sector analysis (:func:`at_point`,
     :mod:`loopint.divergence`) has proven the lowered integrand bounded at the faces.

@@ -404,7 +404,7 @@ def real_tolerance_excess(values, errors, rtol: float, atol: float,
                           n: NormalizedIntegrand) -> float:
     """How far the errors are from :func:`real_tolerance_met`: the largest
     ``|error| / max(atol, rtol * |value|)`` over the user's components (<= 1 when met;
-    ``inf`` where a component's target is 0)."""
+    ``inf`` where a component's target is 0 and its error is not, NaN for NaN errors)."""
     v = np.abs(np.asarray(n.unpack(values)))
     e = np.abs(_combine_error(n.unpack(errors)))
     target = np.maximum(atol, rtol * v)
