@@ -126,6 +126,46 @@ def test_every_engine_same_result_on_1_2_4_devices():
             assert other[1] == pytest.approx(one[1], rel=1e-6, abs=1e-15), name
 
 
+STORE_CODE = """
+    import json
+    import jax, numpy as np
+    from loopint.engines import cubature, pagani
+    from loopint.testfunctions import f4
+    assert jax.local_device_count() == 4
+    out = {}
+    # a memory bound of 20000 regions: cubature retires regions, PAGANI finishes them by
+    # threshold classification
+    for name, engine in (("cubature", cubature.Cubature), ("pagani", pagani.Pagani)):
+        for n in (1, 2, 4):
+            r = engine(devices=n, memory_limit=4096 * 20000).integrate_box(
+                f4, np.zeros(4), np.ones(4), rtol=1e-9, max_evals=10**7)
+            out[f"{name}/{n}"] = [r.value, r.error, r.status, r.evaluations,
+                                  r.info.get("retired_regions"),
+                                  r.info.get("threshold_filterings")]
+    print(json.dumps(out))
+"""
+
+
+def test_memory_bound_selection_same_on_1_2_4_devices():
+    """Runs that reach the region engines' memory bound (cubature's retirement, PAGANI's
+    threshold classification: selections over the whole store, with the evaluations
+    sharded) take the same path and value on 1, 2 and 4 devices, each within its error of
+    the closed form."""
+    import math
+    out = _run(STORE_CODE, devices=4)
+    exact = (math.sqrt(math.pi) / 25 * math.erf(12.5)) ** 4
+    for name in ("cubature", "pagani"):
+        one = out[f"{name}/1"]
+        assert one[2].startswith("memory_limit"), one        # the bound was reached
+        assert (one[4] or 0) + (one[5] or 0) > 0, one        # and regions left the store
+        assert abs(one[0] - exact) <= one[1], name
+        for n in (2, 4):
+            other = out[f"{name}/{n}"]
+            assert other[2:] == one[2:], name
+            assert other[0] == pytest.approx(one[0], rel=1e-13), name
+            assert other[1] == pytest.approx(one[1], rel=1e-6), name
+
+
 QMC_HLO_CODE = """
     import json, jax, numpy as np
     jax.config.update("jax_enable_x64", True)
