@@ -1,6 +1,6 @@
 """``loopint.integrate``: the generic GPU integrator (no physics).
 
-    integrate(f, ndim, method="auto", domain="cube", rtol=1e-6, atol=0, max_evals=1e8, **opts)
+    integrate(f, ndim, method="auto", domain="cube", rtol=1e-6, atol=0, max_evals=1e9, **opts)
 
 ``f`` maps points ``x[n, ndim]`` to values ``[n]`` or ``[n, m]``, real or complex, and must be
 traceable by JAX.  ``domain`` is ``"cube"`` ([0,1]^ndim), ``"simplex"`` (x_i >= 0, sum x <= 1)

@@ -72,7 +72,7 @@ class Settings:
     method: str = "auto"
     rtol: float = 1e-6
     atol: float = 0.0
-    max_evals: int = 10**9
+    max_evals: int = 10**9          # as loopint.engines.base.DEFAULT_MAX_EVALS
     precision: str = "float64"
     domain: str = "auto"
     transform: str = "none"

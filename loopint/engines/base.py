@@ -58,10 +58,12 @@ NONFINITE = Status.NONFINITE.value
 ROUNDOFF = Status.ROUNDOFF.value
 SINGULAR_BOUNDARY = Status.SINGULAR_BOUNDARY.value
 
-# The defaults every engine's ``integrate`` shares.
+# The defaults every engine's ``integrate`` shares; the evaluation budget is also a diagram's
+# (``loopint.problem.Settings.max_evals``), so that an integrand takes the same budget through
+# ``loopint.integrate`` as through ``loopint.compute``.
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 0.0
-DEFAULT_MAX_EVALS = 10**8
+DEFAULT_MAX_EVALS = 10**9
 
 
 @dataclasses.dataclass
