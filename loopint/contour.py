@@ -22,6 +22,7 @@ import numpy as np
 import sympy
 
 from .derivatives import blocks, split, with_derivatives
+from .engines import regions
 from .engines.base import Status
 from .lower import _T_MIN, Integrand, PolySet, kronecker_points, power_complex, power_real
 from .result import scale_error
@@ -130,10 +131,16 @@ class ContourIntegrand(Integrand):
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
         self._derivatives()
         t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
+        cands = jnp.zeros((len(LAMBDA_FACTORS),), self.rdtype)
+        ahead = ("contour candidates", id(self), kin.shape, t.shape)
+        if regions.ahead_enabled(None):     # compiled while the first pilot compiles and runs
+            regions.AHEAD.submit(ahead, partial(regions.compile_for, type(self)._candidates_jit,
+                                                (self, kin, cands, t)))
         worst = float(self._pilot_max_v(kin, t))
         lam0 = 1.0 / worst if worst > 0 else 1.0
         ok, var = [], []
         cands = jnp.asarray([c * lam0 for c in LAMBDA_FACTORS], self.rdtype)
+        regions.AHEAD.wait(ahead)
         for vals in np.asarray(self._candidates_jit(kin, cands, t)):
             ok.append(bool(np.all(np.isfinite(vals))))
             var.append(float(np.var(vals.real) + np.var(vals.imag)) if ok[-1] else np.inf)
@@ -548,9 +555,14 @@ class _ContourPoints:
         ``n_start``: the first QMC level (:func:`_next_start`), None for the engine's."""
         ig = stage.integrand
         point = kin[i:i + 1]
+        options = {} if n_start is None else {"n_start": n_start}
+        if contour_lambda == "auto":
+            # the run's kernels compile (where the engine compiles ahead) during the pilot:
+            # they depend on the strength's shape, not on its value
+            stage.prepare(with_derivatives(derivatives, ig.bind_deformed(point, 1.0))[0],
+                          **options)
         lam = (ig.deformation_lambda(point, pilot=pilot_for(stage)) if contour_lambda == "auto"
                else float(contour_lambda))
-        options = {} if n_start is None else {"n_start": n_start}
         for _ in range(CONTOUR_RETRIES + 1):
             f, w = with_derivatives(derivatives, ig.bind_deformed(point, lam))
             r = stage.integrate(f, **options)

@@ -381,6 +381,12 @@ class Stage:
         return engine.integrate(f, self.engine_domain, rtol=self.rtol, atol=self.atol,
                                 max_evals=self.max_evals)
 
+    def prepare(self, f: Callable, **options) -> None:
+        """Have the kernels that :meth:`integrate` of an integrand of ``f``'s shapes starts
+        with compiled in the background (:meth:`loopint.engines.base.Engine.prepare`)."""
+        engine = dataclasses.replace(self.engine, **options) if options else self.engine
+        engine.prepare(f, self.engine_domain, max_evals=self.max_evals)
+
 
 @dataclass(frozen=True)
 class DeltaSchedule:

@@ -342,7 +342,7 @@ def test_compile_ahead_runs_each_key_once_and_survives_failures():
 
     from loopint.engines.regions import CompileAhead
 
-    ahead, calls, gate = CompileAhead(size=4), [], threading.Event()
+    ahead, calls, gate = CompileAhead(size=4, workers=1), [], threading.Event()
     ahead.submit("slow", lambda: (gate.wait(), calls.append("slow")))
     ahead.submit("slow", lambda: calls.append("again"))           # same key: not queued
     ahead.submit("bad", lambda: 1 / 0)                              # dropped, thread lives on

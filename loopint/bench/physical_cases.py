@@ -15,15 +15,25 @@ Cheap cases run twice (warm-up compiles, then the timed run), as in
 compilation is taken from JAX's compile events.  This module reads the test set from the
 source checkout (``tests/`` beside the package), as the seeds suite reads ``diagrams/``.
 
-    python -m loopint.bench.physical_cases [--quick] [--only TEXT]
+With ``--cold`` each selected point (m = 1 units) runs instead in a process of its own with an
+empty compilation cache, as a user's first ``loopint compute``: ``wall`` is the whole process
+(Python's start, imports, the symbolic work, compiling and the run), ``import``, ``compiling``
+(tracing, lowering and compiling that the computation waited for) and ``compiled_ahead``
+(compilation in the engines' background threads, overlapping the rest) from
+``Result.info["timing"]``.
+
+    python -m loopint.bench.physical_cases [--quick] [--only TEXT] [--cold]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 from ..compute import compute, device_name
@@ -102,13 +112,70 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
     return rows
 
 
+_COLD = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import physical_points as pp
+from loopint.bench.physical_cases import diagram_of
+from loopint.compute import compute
+p = pp.POINTS_BY_ID[{point!r}]
+r = compute(diagram_of(p), kinematics=p["kinematics"], rtol={rtol!r})
+ref, _, _ = pp.reference(p)
+print(json.dumps({{"value": [r.value.real, r.value.imag], "error": abs(complex(r.error)),
+                  "rel_true_error": abs(complex(r.value) - ref) / abs(ref),
+                  "evaluations": int(r.evaluations), "converged": bool(r.converged),
+                  "method": r.method, "timing": r.info["timing"]}}))
+"""
+
+
+def diagram_of(p) -> Diagram:
+    """The diagram of a point of the physical test set."""
+    pp = points_module()
+    return Diagram.from_graph(**pp.DIAGRAMS[p["diagram"]], dimension=p["dimension"])
+
+
+def run_cold(quick: bool = False, only: str | None = None) -> list[dict]:
+    """Each selected point (m = 1 units) in a fresh process with an empty compilation cache
+    (module docstring)."""
+    pp = points_module()
+    rows = []
+    for p in pp.POINTS:
+        if only is not None and only not in p["id"]:
+            continue
+        rtol = RTOL[quick][p["loops"]]
+        code = _COLD.format(tests=TESTS, point=p["id"], rtol=rtol)
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, LOOPINT_CACHE_DIR=cache)
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  env=env)
+            wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"cold run of {p['id']} failed: {proc.stderr[-2000:]}")
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        timing = out["timing"]
+        rows.append({"case": f"physical {p['id']} [cold]", "method": out["method"],
+                     "rtol": rtol, "converged": out["converged"],
+                     "rel_true_error": out["rel_true_error"],
+                     "evaluations": out["evaluations"], "wall": round(wall, 2),
+                     "import": round(timing.get("import") or 0.0, 2),
+                     "compiling": round(timing["trace"] + timing["lower"] + timing["compile"], 2),
+                     "compiled_ahead": round(timing["compile_ahead"], 2),
+                     "device": device_name()})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="physical test set benchmark rows")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default=None)
+    ap.add_argument("--cold", action="store_true",
+                    help="each point in a fresh process with an empty compilation cache")
     a = ap.parse_args(argv)
     from . import format_table
-    print(format_table(run(quick=a.quick, only=a.only)))
+    runner = run_cold if a.cold else run
+    print(format_table(runner(quick=a.quick, only=a.only)))
     return 0
 
 

@@ -206,6 +206,19 @@ class Engine:
         return self.integrate_box(f, domain.lower, domain.upper, rtol=rtol, atol=atol,
                                   max_evals=int(max_evals))
 
+    def prepare(self, f: Callable, domain, *, max_evals: int = DEFAULT_MAX_EVALS) -> None:
+        """Start compiling, in the background, the kernels that a run of ``f`` over ``domain``
+        begins with, where the engine compiles ahead of need (its option ``compile_ahead``):
+        a caller that first computes the integrand's parameters (a contour's strength) lets
+        them compile meanwhile.  ``f`` needs only the shapes of the run's integrand (its bound
+        arrays may hold other values).  Returns at once; engines that do not compile ahead,
+        and the simplex (integrated through a map made for each run), do nothing."""
+        if isinstance(domain, Box):
+            self._prepare_box(f, domain.lower, domain.upper, int(max_evals))
+
+    def _prepare_box(self, f: Callable, lower, upper, max_evals: int) -> None:
+        return None
+
     def integrate_box(self, f: Callable, lower, upper, *, rtol: float = DEFAULT_RTOL,
                       atol: float = DEFAULT_ATOL,
                       max_evals: int = DEFAULT_MAX_EVALS) -> IntegrationResult:

@@ -169,7 +169,8 @@ class Cubature(base.Engine):
             (:func:`~loopint.engines.base.probe_boundary`).
         compile_ahead: once the buffer holds
             :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows, compile the next
-            buffer size's steps in a background thread (:data:`~loopint.engines.regions.AHEAD`).
+            buffer size's steps in background threads (:data:`~loopint.engines.regions.AHEAD`),
+            and on :meth:`~loopint.engines.base.Engine.prepare` the first size's.
             None (default): on a GPU, where the compilation overlaps the device's work; not
             on a CPU, where it competes with the computation for the same cores.
         devices: local devices to shard each chunk of regions over (None: all; a power of
@@ -222,6 +223,24 @@ class Cubature(base.Engine):
                              f"ndim={problem.ndim})")
         run = _Run.start(self, problem, rtol, atol, max_evals)
         return run.result(run.loop(), t0)
+
+    def _prepare_box(self, f, lower, upper, max_evals: int) -> None:
+        """Compile the first buffer size's evaluation, bisection and insertion side by side
+        in the background (:meth:`~loopint.engines.base.Engine.prepare`): every run needs
+        them, while a larger size may never be reached (a compilation still running when
+        the process ends delays its exit)."""
+        if not regions.ahead_enabled(self.compile_ahead):
+            return
+        problem = regions.prepare(f, lower, upper, rtol=base.DEFAULT_RTOL, atol=0.0,
+                                  max_evals=max_evals, precision=self.precision,
+                                  rule=self.rule, memory_limit=self.memory_limit,
+                                  devices=self.devices, default_regions=default_max_regions())
+        cap = problem.capacity(max(self.initial_divisions ** problem.ndim, 2))
+        parts = {"evaluate": functools.partial(problem.compile_evaluate, cap),
+                 "children": functools.partial(_compile_children, problem, cap),
+                 "insert": functools.partial(_compile_insert, problem, cap)}
+        for part, work in parts.items():
+            regions.AHEAD.submit(_ahead_key(problem, part, cap), work)
 
     def global_applies(self, ndim: int) -> bool:
         """Whether the global estimate can be formed: the degree-9 rule of the sweeps
@@ -382,6 +401,8 @@ class _Run:
                        share=jnp.asarray(engine.share, dtype))
         retired_value = jnp.zeros((m,), dtype)
         retired_error = jnp.zeros((m,), dtype)
+        for part in ("evaluate", "children", "insert"):
+            regions.AHEAD.wait(_ahead_key(problem, part, cap))
         est = problem.evaluate(*grid, count, jnp.ones((m,), dtype), cap)
         half = jnp.zeros((cap // 2,), jnp.int32)
         buffers, plan = _insert(*grid, est.value, est.error, est.split_axis, half, *grid,
@@ -502,10 +523,7 @@ class _Run:
         return None
 
     def _ahead_key(self, *what) -> tuple:
-        problem = self.problem
-        return (METHOD, problem.kernel["f"].signature(), problem.ndim,
-                problem.kernel["dtype_name"], problem.integrand.n_components,
-                problem.integrand.is_complex, problem.rule, problem.memory.chunk_points) + what
+        return _ahead_key(self.problem, *what)
 
     def _compile_ahead(self) -> None:
         """From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, have the next
@@ -513,10 +531,8 @@ class _Run:
         sweeps are deferred, once the run has taken one), the sweeps of this size and the
         next (:func:`_compile_sweep`) compiled in the background."""
         cap = self.progress.capacity
-        enabled = self.engine.compile_ahead
-        if enabled is None:
-            enabled = jax.default_backend() != "cpu"
-        if not enabled or cap < regions.COMPILE_AHEAD_FROM:
+        if not regions.ahead_enabled(self.engine.compile_ahead) \
+                or cap < regions.COMPILE_AHEAD_FROM:
             return
         new = self.problem.capacity(cap * regions.CAPACITY_STEP)
         sizes = (cap, new) if new > cap else (cap,)
@@ -692,21 +708,43 @@ def _specs(problem: regions.RegionProblem):
     return spec, state
 
 
+def _ahead_key(problem: regions.RegionProblem, *what) -> tuple:
+    """The key of a compilation ahead of need (:data:`~loopint.engines.regions.AHEAD`): the
+    integrand's signature, the run's shapes and ``what`` is compiled."""
+    return (METHOD, problem.kernel["f"].signature(), problem.ndim,
+            problem.kernel["dtype_name"], problem.integrand.n_components,
+            problem.integrand.is_complex, problem.rule, problem.memory.chunk_points,
+            jax.config.jax_default_device) + what
+
+
+def _compile_children(problem: regions.RegionProblem, rows: int) -> None:
+    """Compile :func:`_children` for a buffer of ``rows`` rows."""
+    spec, state = _specs(problem)
+    i32, vec = spec((), jnp.int32), spec((problem.integrand.n_components,))
+    _children.lower(*[state(rows)[k] for k in (0, 1, 3, 4)], i32, i32, vec).compile()
+
+
+def _compile_insert(problem: regions.RegionProblem, rows: int) -> None:
+    """Compile :func:`_insert` for a buffer of ``rows`` rows."""
+    spec, state = _specs(problem)
+    m = problem.integrand.n_components
+    i32, vec, scalar = spec((), jnp.int32), spec((m,)), spec(())
+    _insert.lower(*state(rows), spec((rows // 2,), jnp.int32), *state(rows)[:2],
+                  *state(rows)[2:], i32, i32, spec((), jnp.bool_), vec, vec, rtol=scalar,
+                  atol=scalar, share=scalar, is_complex=problem.integrand.is_complex).compile()
+
+
 def _compile_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
     """Compile, without running them, the steps of a run whose buffer grows from
     ``capacity`` to ``new_capacity`` rows: the growth, the bisection, the evaluation of the
     children and the insertion.  The shapes, static arguments and keyword arguments are those
     of :class:`_Run`'s calls (JAX's caches tell positional from keyword arguments), so that
     its calls find the code."""
-    spec, state = _specs(problem)
-    m, rows = problem.integrand.n_components, new_capacity
-    i32, vec, scalar = spec((), jnp.int32), spec((m,)), spec(())
-    _grow.lower(state(capacity), rows=rows).compile()
-    _children.lower(*[state(rows)[k] for k in (0, 1, 3, 4)], i32, i32, vec).compile()
-    problem.compile_evaluate(rows)
-    _insert.lower(*state(rows), spec((rows // 2,), jnp.int32), *state(rows)[:2],
-                  *state(rows)[2:], i32, i32, spec((), jnp.bool_), vec, vec, rtol=scalar,
-                  atol=scalar, share=scalar, is_complex=problem.integrand.is_complex).compile()
+    _, state = _specs(problem)
+    _grow.lower(state(capacity), rows=new_capacity).compile()
+    _compile_children(problem, new_capacity)
+    problem.compile_evaluate(new_capacity)
+    _compile_insert(problem, new_capacity)
 
 
 def _compile_sweep(problem: regions.RegionProblem, rows: int) -> None:

@@ -70,7 +70,7 @@ import numpy as np
 from jax import lax
 
 from ..precision import real_dtype
-from . import base, sampling, sharding
+from . import base, regions, sampling, sharding
 from . import lattice as lattice_mod
 from . import periodize as periodize_mod
 
@@ -218,6 +218,12 @@ class QuasiMonteCarlo(base.Engine):
             of a :mod:`jax.distributed` run (:mod:`~loopint.engines.sharding`).
         boundary_check: probe the integrand near the faces after the run
             (:func:`loopint.engines.base.probe_boundary`).
+        compile_ahead: compile the chunk loops of the run's first two chunk sizes side by
+            side in background threads (also from
+            :meth:`~loopint.engines.base.Engine.prepare`,
+            :data:`~loopint.engines.regions.AHEAD`).  None (default): on a GPU, whose host
+            compiles kernels for it on several cores at once; not on a CPU, where XLA
+            already compiles one kernel on every core.
 
     ``max_evals`` bounds the evaluations over all levels (``q n`` per level).  The result has
     ``method="qmc"``; its ``info`` holds ``n`` (points of the last level), ``shifts``,
@@ -239,6 +245,7 @@ class QuasiMonteCarlo(base.Engine):
     callback: Callable | None = None
     devices: int | str | None = None
     boundary_check: bool = True
+    compile_ahead: bool | None = None
 
     def __post_init__(self):
         real_dtype(self.precision)
@@ -256,6 +263,7 @@ class QuasiMonteCarlo(base.Engine):
         ndev = sharding.device_count(self.devices)
         ladder = self._ladder(int(max_evals))
         bound = base.BoundIntegrand.of(f)
+        self._compile_ahead(bound, lo, hi, ladder)
         runner = functools.partial(self._runner, bound, lo.size, ndev)
         progress = sampling.Progress(runner(ladder[0])[0], rtol, atol, self.callback)
         evaluations, n_bad, z = self._levels(bound, runner, ladder, lo, hi - lo, int(max_evals),
@@ -285,15 +293,47 @@ class QuasiMonteCarlo(base.Engine):
                              f"({q} shifts x {ladder[0]} points)")
         return ladder
 
-    def _runner(self, bound, ndim: int, ndev: int, n: int):
-        """``(norm, run)`` for a level of ``n`` points: the compiled chunk loop, its chunk
-        from the memory bound (:func:`_chunk_points`), a multiple of the device count."""
-        q = int(self.n_shifts)
+    def _chunk(self, n: int, ndev: int) -> int:
+        """Indices per chunk for a level of ``n`` points: from the memory bound
+        (:func:`_chunk_points`), a multiple of the device count."""
         cpu = jax.devices()[0].platform == "cpu"
-        c = _chunk_points(n, q, sampling.chunk_evaluations(self.memory_limit), cpu)
-        c = -(-c // ndev) * ndev
+        c = _chunk_points(n, int(self.n_shifts), sampling.chunk_evaluations(self.memory_limit),
+                          cpu)
+        return -(-c // ndev) * ndev
+
+    def _runner(self, bound, ndim: int, ndev: int, n: int):
+        """``(norm, run)`` for a level of ``n`` points: the compiled chunk loop of its chunk
+        size (:meth:`_chunk`), compiled ahead where :meth:`_compile_ahead` queued it (the
+        caller waits for that instead of compiling it a second time)."""
+        c = self._chunk(n, ndev)
+        regions.AHEAD.wait(self._ahead_key(bound, ndim, ndev, c))
         return _make_runner(bound, ndim, self.precision, periodize_mod.get(self.periodize).name,
-                            q, c, ndev)
+                            int(self.n_shifts), c, ndev)
+
+    def _ahead_key(self, bound, ndim: int, ndev: int, c: int) -> tuple:
+        return ("qmc", bound.signature(), ndim, self.precision, self.periodize,
+                int(self.n_shifts), c, ndev, jax.config.jax_default_device)
+
+    def _prepare_box(self, f, lower, upper, max_evals: int) -> None:
+        lo, hi = base.box(lower, upper, max(np.size(lower), np.size(upper)))
+        self._compile_ahead(base.BoundIntegrand.of(f), lo, hi, self._ladder(int(max_evals)))
+
+    def _compile_ahead(self, bound, lo, hi, ladder: list[int]) -> None:
+        """Queue the compilation of the chunk loops of the ladder's first two chunk sizes
+        (:data:`~loopint.engines.regions.AHEAD`), with arguments of a level's shapes."""
+        if not regions.ahead_enabled(self.compile_ahead):
+            return
+        ndev = sharding.device_count(self.devices)
+        d, q = lo.size, int(self.n_shifts)
+        sizes = list(dict.fromkeys(self._chunk(n, ndev) for n in ladder))[:2]
+        for c in sizes:
+            _, run = _make_runner(bound, d, self.precision,
+                                  periodize_mod.get(self.periodize).name, q, c, ndev)
+            args = (bound, jnp.zeros((d,), jnp.int64), np.int64(ladder[0]),
+                    np.int64(ladder[0]), np.int64(1), jnp.zeros((q, d), jnp.float64),
+                    jnp.asarray(lo), jnp.asarray(hi - lo))
+            regions.AHEAD.submit(self._ahead_key(bound, d, ndev, c),
+                                 functools.partial(regions.compile_for, run, args))
 
     def _levels(self, bound, runner, ladder: list[int], lo, span, max_evals: int,
                 progress: sampling.Progress) -> tuple[int, int, np.ndarray]:
