@@ -229,8 +229,8 @@ class Cubature(base.Engine):
         in the background (:meth:`~loopint.engines.base.Engine.prepare`): every run needs
         them, while a larger size may never be reached (a compilation still running when
         the process ends delays its exit)."""
-        if not regions.ahead_enabled(self.compile_ahead):
-            return
+        if not regions.ahead_enabled(self.compile_ahead) or self.devices == "global":
+            return          # (a program over several processes: each builds it alike)
         problem = regions.prepare(f, lower, upper, rtol=base.DEFAULT_RTOL, atol=0.0,
                                   max_evals=max_evals, precision=self.precision,
                                   rule=self.rule, memory_limit=self.memory_limit,

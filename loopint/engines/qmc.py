@@ -321,7 +321,9 @@ class QuasiMonteCarlo(base.Engine):
     def _compile_ahead(self, bound, lo, hi, ladder: list[int]) -> None:
         """Queue the compilation of the chunk loops of the ladder's first two chunk sizes
         (:data:`~loopint.engines.regions.AHEAD`), with arguments of a level's shapes."""
-        if not regions.ahead_enabled(self.compile_ahead):
+        # not for a program over the devices of several processes (jax.distributed), which
+        # every process must build alike
+        if not regions.ahead_enabled(self.compile_ahead) or self.devices == "global":
             return
         ndev = sharding.device_count(self.devices)
         d, q = lo.size, int(self.n_shifts)
