@@ -214,3 +214,16 @@ def test_pysecdec_unit_systems_agree(point_id):
     a, b = complex(*e["value"]), complex(*e["value_GeV"]) / sc
     assert abs(a - b) <= 3 * (np.hypot(*e["error"]) + np.hypot(*e["error_GeV"]) / sc) \
         + 1e-12 * abs(a)
+
+
+def test_cold_benchmark_runs_a_point_in_a_fresh_process():
+    """``loopint.bench.physical_cases --cold``: a point computed in a process of its own
+    with an empty compilation cache; its row reports the process's wall time with the
+    import and the compilation inside it, and the value against the point's reference."""
+    from loopint.bench import physical_cases
+    rows = physical_cases.run_cold(quick=True, only="B0D2_near")
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["converged"] and row["rel_true_error"] <= 1e-4
+    assert 0 < row["import"] < row["wall"] and 0 < row["compiling"] < row["wall"]
+    assert row["compiled_ahead"] == 0.0          # off on a CPU
