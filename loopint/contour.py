@@ -131,9 +131,9 @@ class ContourIntegrand(Integrand):
         kin = jnp.asarray(np.asarray(kin, dtype=np.float64), self.rdtype)
         self._derivatives()
         t = jnp.asarray(kronecker_points(n, self.ndim), self.rdtype)
-        cands = jnp.zeros((len(LAMBDA_FACTORS),), self.rdtype)
         ahead = ("contour candidates", id(self), kin.shape, t.shape)
         if regions.ahead_enabled(None):     # compiled while the first pilot compiles and runs
+            cands = jnp.zeros((len(LAMBDA_FACTORS),), self.rdtype)
             regions.AHEAD.submit(ahead, partial(regions.compile_for, type(self)._candidates_jit,
                                                 (self, kin, cands, t)))
         worst = float(self._pilot_max_v(kin, t))

@@ -374,18 +374,19 @@ class Stage:
     atol: float
     max_evals: int
 
+    def _engine(self, options: dict) -> Engine:
+        return dataclasses.replace(self.engine, **options) if options else self.engine
+
     def integrate(self, f: Callable, **options) -> IntegrationResult:
         """Run the engine on the bound integrand ``f``; ``options`` replace engine options for
         this run only (e.g. the iterated engine's ``scale``)."""
-        engine = dataclasses.replace(self.engine, **options) if options else self.engine
-        return engine.integrate(f, self.engine_domain, rtol=self.rtol, atol=self.atol,
-                                max_evals=self.max_evals)
+        return self._engine(options).integrate(f, self.engine_domain, rtol=self.rtol,
+                                               atol=self.atol, max_evals=self.max_evals)
 
     def prepare(self, f: Callable, **options) -> None:
         """Have the kernels that :meth:`integrate` of an integrand of ``f``'s shapes starts
         with compiled in the background (:meth:`loopint.engines.base.Engine.prepare`)."""
-        engine = dataclasses.replace(self.engine, **options) if options else self.engine
-        engine.prepare(f, self.engine_domain, max_evals=self.max_evals)
+        self._engine(options).prepare(f, self.engine_domain, max_evals=self.max_evals)
 
 
 @dataclass(frozen=True)

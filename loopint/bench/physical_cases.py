@@ -87,8 +87,7 @@ def run(quick: bool = False, only: str | None = None) -> list[dict]:
             continue
         key = (p["diagram"], p["dimension"])
         if key not in diagrams:
-            diagrams[key] = Diagram.from_graph(**pp.DIAGRAMS[p["diagram"]],
-                                               dimension=p["dimension"])
+            diagrams[key] = diagram_of(pp, p)
         d = diagrams[key]
         rtol = RTOL[quick][p["loops"]]
         ref, ref_err, _ = pp.reference(p)
@@ -119,7 +118,7 @@ import physical_points as pp
 from loopint.bench.physical_cases import diagram_of
 from loopint.compute import compute
 p = pp.POINTS_BY_ID[{point!r}]
-r = compute(diagram_of(p), kinematics=p["kinematics"], rtol={rtol!r})
+r = compute(diagram_of(pp, p), kinematics=p["kinematics"], rtol={rtol!r})
 ref, _, _ = pp.reference(p)
 print(json.dumps({{"value": [r.value.real, r.value.imag], "error": abs(complex(r.error)),
                   "rel_true_error": abs(complex(r.value) - ref) / abs(ref),
@@ -128,9 +127,8 @@ print(json.dumps({{"value": [r.value.real, r.value.imag], "error": abs(complex(r
 """
 
 
-def diagram_of(p) -> Diagram:
-    """The diagram of a point of the physical test set."""
-    pp = points_module()
+def diagram_of(pp, p) -> Diagram:
+    """The diagram of the point ``p`` of the physical test set ``pp`` (:func:`points_module`)."""
     return Diagram.from_graph(**pp.DIAGRAMS[p["diagram"]], dimension=p["dimension"])
 
 

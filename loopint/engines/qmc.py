@@ -182,6 +182,15 @@ def _shifts(key, level, q: int, d: int):
     return jax.random.uniform(jax.random.fold_in(key, level), (q, d), dtype=jnp.float64)
 
 
+def _compile_run(run, bound, q: int, lo, hi) -> None:
+    """Compile ``run`` for a level's argument shapes (the arrays made in the worker that
+    compiles it, not on the caller's path)."""
+    d = lo.size
+    regions.compile_for(run, (bound, jnp.zeros((d,), jnp.int64), np.int64(1), np.int64(1),
+                              np.int64(1), jnp.zeros((q, d), jnp.float64), jnp.asarray(lo),
+                              jnp.asarray(hi - lo)))
+
+
 # the compiled loop, shared by every integrand of one signature (``run`` takes the integrand,
 # a base.BoundIntegrand, as its first, traced argument)
 _make_runner = base.cached_by_signature(_build_runner)
@@ -306,7 +315,8 @@ class QuasiMonteCarlo(base.Engine):
         size (:meth:`_chunk`), compiled ahead where :meth:`_compile_ahead` queued it (the
         caller waits for that instead of compiling it a second time)."""
         c = self._chunk(n, ndev)
-        regions.AHEAD.wait(self._ahead_key(bound, ndim, ndev, c))
+        if regions.ahead_enabled(self.compile_ahead):
+            regions.AHEAD.wait(self._ahead_key(bound, ndim, ndev, c))
         return _make_runner(bound, ndim, self.precision, periodize_mod.get(self.periodize).name,
                             int(self.n_shifts), c, ndev)
 
@@ -331,11 +341,8 @@ class QuasiMonteCarlo(base.Engine):
         for c in sizes:
             _, run = _make_runner(bound, d, self.precision,
                                   periodize_mod.get(self.periodize).name, q, c, ndev)
-            args = (bound, jnp.zeros((d,), jnp.int64), np.int64(ladder[0]),
-                    np.int64(ladder[0]), np.int64(1), jnp.zeros((q, d), jnp.float64),
-                    jnp.asarray(lo), jnp.asarray(hi - lo))
             regions.AHEAD.submit(self._ahead_key(bound, d, ndev, c),
-                                 functools.partial(regions.compile_for, run, args))
+                                 functools.partial(_compile_run, run, bound, q, lo, hi))
 
     def _levels(self, bound, runner, ladder: list[int], lo, span, max_evals: int,
                 progress: sampling.Progress) -> tuple[int, int, np.ndarray]:

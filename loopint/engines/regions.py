@@ -500,8 +500,10 @@ class RegionProblem:
         on a CPU, beyond the first size, one chunk for every size (:meth:`by_host`)."""
         npts = make_rule(rule or self.rule, self.ndim).n_points
         if self.by_host(capacity):
-            return chunk_for(MIN_CAPACITY * CAPACITY_STEP ** 2, npts,
-                             self.memory.host_chunk_points)
+            # at most the second size's rows: every buffer evaluated by the host holds a
+            # whole number of chunks
+            k = _pow2_floor(max(1, self.memory.host_chunk_points // npts))
+            return min(k, MIN_CAPACITY * CAPACITY_STEP)
         return chunk_for(capacity, npts, self.memory.chunk_points)
 
     def by_host(self, capacity: int) -> bool:
