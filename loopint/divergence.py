@@ -41,6 +41,7 @@ lowering subtracts it in the sectors (:class:`loopint.lower.Integrand`, domain
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping, Sequence
@@ -48,6 +49,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy
 
+from . import cache as cache_mod
 from .diagram import Diagram
 from .errors import DiagramError
 
@@ -56,6 +58,10 @@ from .errors import DiagramError
 # coefficients share one mass dimension): an on-shell leg or a zero mass given as floating-point
 # numbers cancels to round-off, not to an exact zero.
 ZERO_COEFFICIENT = 1e-12
+
+# Part of the key of the facet records in the cache folder (:func:`facet_normals`): a change to
+# how the normals are computed changes it, so that no record of an earlier computation is read.
+FACET_RECORD_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -141,8 +147,37 @@ def facet_normals(points: np.ndarray) -> list[tuple]:
     primitive integer vectors w (min_j w_j = 0) of the faces {m : m.w minimal} of conv(points)
     that have codimension one.  ``points[T, N]`` are exponent vectors of one total degree, so
     the polytope lies in a hyperplane; its facets are found (qhull, via scipy) in the first N-1
-    coordinates and lifted back with w_N = 0."""
+    coordinates and lifted back with w_N = 0.
+
+    The normals depend on the point set alone, so they are kept in the loopint cache folder
+    (:mod:`loopint.cache`, ``polytopes/``, one JSON record per point set): a later process that
+    analyses the same diagram, at any kinematics with the same vanishing coefficients, neither
+    imports scipy's spatial module nor runs qhull.  A record is used only if it names the same
+    point set and holds integer vectors of its dimension."""
     P = np.unique(np.asarray(points, dtype=np.int64), axis=0)
+    N = P.shape[1]
+    key = hashlib.sha1(f"{FACET_RECORD_VERSION}:{P.shape}:".encode() + P.tobytes()).hexdigest()
+    path = cache_mod.record_path("polytopes", f"{key}.json")
+    stored = cache_mod.read_json(path)
+    if _valid_record(stored, key, N):
+        return [tuple(w) for w in stored["normals"]]
+    out = _facet_normals(P)
+    cache_mod.write_json(path, {"points": key, "normals": [list(w) for w in out]})
+    return out
+
+
+def _valid_record(stored, key: str, N: int) -> bool:
+    """Whether ``stored`` is a facet record (:func:`facet_normals`) of the point set ``key``."""
+    if not isinstance(stored, dict) or stored.get("points") != key:
+        return False
+    normals = stored.get("normals")
+    return (isinstance(normals, list) and len(normals) > 0
+            and all(isinstance(w, list) and len(w) == N
+                    and all(type(x) is int for x in w) for w in normals))
+
+
+def _facet_normals(P: np.ndarray) -> list[tuple]:
+    """:func:`facet_normals` of the distinct points ``P``, computed."""
     N = P.shape[1]
     Y = P[:, :N - 1]
     if N == 2:

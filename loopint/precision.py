@@ -1,4 +1,4 @@
-"""The one place where loopint sets JAX's floating-point width.
+"""The one place where loopint configures JAX: floating-point width and compilation cache.
 
 loopint computes in float64 (complex128) by default: loop integrals near thresholds lose
 digits quickly, and the error estimates of adaptive rules need the headroom. JAX keeps float32
@@ -8,35 +8,34 @@ float32 stays available per call (``precision="float32"``), which casts inputs a
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
+
+from . import cache as cache_mod
 
 jax.config.update("jax_enable_x64", True)
 
 
 def _enable_compilation_cache() -> None:
-    """JAX's persistent compilation cache in a user cache folder.
+    """JAX's persistent compilation cache in the folder ``jax/`` of the loopint cache folder
+    (:mod:`loopint.cache`: ``$LOOPINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopint``, else
+    ``~/.cache/loopint``; ``LOOPINT_CACHE_DIR=""`` turns it off).
 
     A second run of the same diagram (same shapes, any kinematics: they are arguments of
     the kernels) loads its compiled kernels instead of compiling again.  Every kernel is
     stored, however fast it compiled: a GPU takes a tenth of a second or more even for a
     small one, and a diagram's run makes dozens (``tests/test_timing.py`` checks that a second
-    process compiles nothing).  Folder: ``$LOOPINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/loopint/jax``
-    (``~/.cache/loopint/jax``); ``LOOPINT_CACHE_DIR=""`` turns the cache off.
+    process compiles nothing).
     """
-    folder = os.environ.get("LOOPINT_CACHE_DIR")
-    if folder is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        folder = os.path.join(base, "loopint", "jax")
-    if not folder:
+    root = cache_mod.cache_dir()
+    if root is None:
         return
+    folder = root / "jax"
     try:
-        os.makedirs(folder, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # read-only home: run without the cache
-    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 

@@ -25,6 +25,8 @@ loop, two lines i, j meeting at the vertex where momentum P enters give -P^2 x_i
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import re
 import subprocess
 import sys
@@ -909,3 +911,62 @@ def test_vertex_with_a_bubble_below_four_dimensions(D, about):
 def dv_analyze(d):
     from loopint.divergence import analyze
     return analyze(d, {"m": 1.0})
+
+
+# ================================================================ (E) facet normals, kept on disk
+def _box_sum_points(dv):
+    """The exponents of the Minkowski sum Newt(U) + Newt(F) of the bundled massless box with
+    off-shell legs (N = 4)."""
+    p = loopint.load(ROOT / "diagrams" / "box_massless_offshell.toml")
+    EU, EF, _ = dv.point_supports(p.diagram, p.kinematics)
+    return np.unique((EU[:, None, :] + EF[None, :, :]).reshape(-1, EU.shape[1]), axis=0)
+
+
+def test_facet_normals_kept_and_checked(dv, tmp_path, monkeypatch):
+    """The first call computes the normals (qhull) and stores them; a second call reads them
+    back without computing; a record of another point set, or a damaged one, is recomputed;
+    ``LOOPINT_CACHE_DIR=""`` writes nothing."""
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path))
+    P = _box_sum_points(dv)
+    computed = dv._facet_normals(P)
+    assert len(computed) >= P.shape[1]          # a polytope of dimension N - 2 has >= N - 1 facets
+    assert dv.facet_normals(P) == computed
+    records = list((tmp_path / "polytopes").glob("*.json"))
+    assert len(records) == 1
+
+    def refuse(_):
+        raise AssertionError("computed although a valid record exists")
+    monkeypatch.setattr(dv, "_facet_normals", refuse)
+    assert dv.facet_normals(P) == computed
+
+    for damaged in ('{"points": "another", "normals": [[0, 1, 0, 0]]}', '{"points": ',
+                    '[1, 2]'):
+        text = records[0].read_text()
+        if damaged.startswith('{"points": "another"'):
+            damaged = text.replace(json.loads(text)["points"], "another")
+        records[0].write_text(damaged)
+        monkeypatch.setattr(dv, "_facet_normals", lambda Q: computed)
+        assert dv.facet_normals(P) == computed
+        assert json.loads(records[0].read_text())["normals"] == [list(w) for w in computed]
+
+    off = tmp_path / "off"
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(off))
+    monkeypatch.setenv("HOME", str(off))
+    assert dv.facet_normals(P) == computed and not off.exists()
+
+
+def test_second_process_skips_the_hull(tmp_path):
+    """A later process that analyses the same diagram (other kinematics, the same vanishing
+    coefficients) reads the facets from the cache folder: it imports no scipy.spatial."""
+    code = textwrap.dedent(f"""
+        import sys, loopint
+        from loopint.divergence import analyze
+        p = loopint.load({str(ROOT / "diagrams" / "triangle_above_threshold.toml")!r})
+        v = analyze(p.diagram, {{"s": float(sys.argv[1]), "m": 1.0}})
+        print(v.convergent, "scipy.spatial" in sys.modules)
+    """)
+    env = dict(os.environ, LOOPINT_CACHE_DIR=str(tmp_path), JAX_PLATFORMS="cpu")
+    out = [subprocess.run([sys.executable, "-c", code, s], capture_output=True, text=True,
+                          env=env, check=True).stdout.split() for s in ("10.0", "13.0")]
+    assert out == [["True", "True"], ["True", "False"]]

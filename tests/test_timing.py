@@ -81,3 +81,6 @@ def test_a_second_process_at_other_kinematics_compiles_nothing(tmp_path):
     assert first["timing"]["compiled"] > 0
     assert second["timing"]["compiled"] == 0
     assert second["timing"]["loaded"] >= first["timing"]["compiled"] - first["timing"]["loaded"]
+    # one cache folder: the kernels under jax/, the Newton polytope's facets under polytopes/
+    assert any((tmp_path / "jax").iterdir())
+    assert len(list((tmp_path / "polytopes").glob("*.json"))) >= 1

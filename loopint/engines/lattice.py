@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import math
 import os
@@ -70,6 +69,8 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .. import cache as cache_mod
 
 log = logging.getLogger(__name__)
 
@@ -429,20 +430,13 @@ def _embedded_update(prod, e2, zs, gs, m_max: int):
 
 
 # ----------------------------------------------------------------------------------------------
-# cache
+# cache (the files are records of :mod:`loopint.cache`)
 
 def cache_dir() -> pathlib.Path | None:
-    """User cache directory for generated lattice vectors (see module docstring).
-
-    ``None`` when ``LOOPINT_CACHE_DIR`` is set to the empty string (disk caches off, as for
-    JAX's compilation cache in :mod:`loopint.precision`); vectors are then kept in memory only.
-    """
-    env = os.environ.get("LOOPINT_CACHE_DIR")
-    if env is not None:
-        return pathlib.Path(env) if env else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache"
-    return base / "loopint"
+    """User cache directory for generated lattice vectors (see module docstring); ``None``
+    when ``LOOPINT_CACHE_DIR`` is set to the empty string (vectors are then kept in memory
+    only)."""
+    return cache_mod.cache_dir()
 
 
 def _weights_tag(gamma, d: int) -> str:
@@ -453,34 +447,8 @@ def _weights_tag(gamma, d: int) -> str:
 
 
 def _cache_file(method: str, n: int, tag: str, d: int) -> pathlib.Path | None:
-    root = cache_dir()
-    if root is None:
-        return None
     name = f"{method}_n{n}_{tag}" + (f"_d{d}" if method == "korobov" else "") + ".json"
-    return root / "lattice" / name
-
-
-def _read(path: pathlib.Path | None):
-    if path is None:
-        return None
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-def _write(path: pathlib.Path | None, payload: dict) -> None:
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp_", suffix=".json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh)
-        os.replace(tmp, path)
-    except OSError as exc:  # read-only home etc.: keep the in-memory copy only
-        log.debug("cannot write lattice cache %s: %s", path, exc)
+    return cache_mod.record_path("lattice", name)
 
 
 def generating_vector(n: int, d: int, method: str = "cbc", gamma=DEFAULT_GAMMA) -> np.ndarray:
@@ -535,7 +503,7 @@ def _memoized(key, path, d: int, stored_ok, build) -> np.ndarray:
     with _LOCK:
         z = _MEMO.get(key)
         if z is None:
-            data = _read(path)
+            data = cache_mod.read_json(path)
             if data and stored_ok(data):
                 z = np.asarray(data["z"], dtype=np.int64)
         if z is not None and len(z) >= d:
@@ -543,7 +511,7 @@ def _memoized(key, path, d: int, stored_ok, build) -> np.ndarray:
             return z[:d].copy()
         z, header = build(z)
         _MEMO[key] = z
-        _write(path, {**header, "z": [int(v) for v in z]})
+        cache_mod.write_json(path, {**header, "z": [int(v) for v in z]})
         return z[:d].copy()
 
 
