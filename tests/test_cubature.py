@@ -250,6 +250,59 @@ def test_global_estimate_at_the_memory_limit():
     assert abs(r.value - exact) <= r.error < loc.error / 5
 
 
+def _model_sums(e7, r, exact=1.0):
+    """``(S7, S9)`` of successive sweeps with degree-7 errors ``e7`` and ``err9 = r·err7``."""
+    return [(np.array([exact + a]), np.array([exact + b * a])) for a, b in zip(e7, r)]
+
+
+@pytest.mark.parametrize("e7, r, expected", [
+    # errors of one sign, shrinking, ratio falling: at least the newest ratio (0.005)
+    ([16e-6, 4e-6, 1e-6], [0.02, 0.01, 0.005], max(0.28 / 12, 0.035 / 3)),
+    # a constant ratio is measured exactly
+    ([16e-6, 4e-6, 1e-6], [0.01, 0.01, 0.01], 0.01),
+    # degree-7 errors of both signs, or not shrinking: no ratio
+    ([16e-6, -4e-6, 1e-6], [0.02, 0.01, 0.005], None),
+    ([4e-6, 4e-6, 1e-6], [0.02, 0.01, 0.005], None),
+    # the degree-9 rule not clearly better (ratios above GLOBAL_RATIO_MAX): no ratio
+    ([16e-6, 4e-6, 1e-6], [0.4, 0.3, 0.2], None),
+    # changes within round-off of the totals: no ratio
+    ([16e-16, 4e-16, 1e-16], [0.02, 0.01, 0.005], None),
+])
+def test_degree9_ratio(e7, r, expected):
+    """The ratio err9/err7 from three nested sweeps (loopint.engines.cubature module
+    docstring): the ratio of the changes of the two totals, where the model holds, never
+    below the newest partition's ratio; NaN where the sweeps do not show that regime."""
+    sums = _model_sums(e7, r)
+    floor = np.array([64 * np.finfo(float).eps])
+    got = cubature._degree9_ratio(sums[:2], sums[2][1], sums[2][0], floor)
+    if expected is None:
+        assert np.isnan(got[0])
+    else:
+        assert got[0] == pytest.approx(expected, rel=1e-6) and got[0] >= r[-1]
+
+
+def test_degree9_ratio_per_component():
+    """Each component of a vector integrand gets its own ratio (or none)."""
+    a, b = _model_sums([16e-6, 4e-6, 1e-6], [0.01] * 3), _model_sums([16e-6, -4e-6, 1e-6], [0.01] * 3)
+    sums = [(np.concatenate([x[0], y[0]]), np.concatenate([x[1], y[1]])) for x, y in zip(a, b)]
+    got = cubature._degree9_ratio(sums[:2], sums[2][1], sums[2][0], np.full(2, 1e-14))
+    assert got[0] == pytest.approx(0.01) and np.isnan(got[1])
+
+
+def test_global_estimate_of_the_degree9_total(monkeypatch):
+    """f3 in 8-D to rtol 1e-6: the degree-7 bound of the sweeps stays 60-130 times above the
+    true error of the degree-9 total; scaled by the measured ratio (from the third sweep) the
+    run converges, honestly, where the unscaled bound stops at the same budget."""
+    case, budget = CASES["f3_8d"], 3 * 10**8
+    r = _run(case, 1e-6, budget, error_estimate="global", defer_sweeps=False)
+    true = abs(r.value - case.exact)
+    assert r.converged and r.info["error_estimate"] == "global" and r.info["sweeps"] >= 3, r.status
+    assert true <= r.error <= 1e-6 * case.exact
+    monkeypatch.setattr(cubature, "GLOBAL_RATIO_MAX", 0.0)   # the degree-7 bound alone
+    u = _run(case, 1e-6, budget, error_estimate="global", defer_sweeps=False)
+    assert not u.converged and u.error > 5 * r.error
+
+
 def test_global_estimate_validation():
     with pytest.raises(ValueError, match="error_estimate"):
         Cubature(error_estimate="signed").integrate_box(f3, np.zeros(3), np.ones(3))
