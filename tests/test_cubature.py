@@ -263,6 +263,9 @@ def _model_sums(e7, r, exact=1.0):
     # degree-7 errors of both signs, or not shrinking: no ratio
     ([16e-6, -4e-6, 1e-6], [0.02, 0.01, 0.005], None),
     ([4e-6, 4e-6, 1e-6], [0.02, 0.01, 0.005], None),
+    # a ratio growing under refinement (0.005, 0.01, 0.02): the changes would give 0.0067,
+    # three times below the newest partition's; refused
+    ([16e-6, 4e-6, 1e-6], [0.005, 0.01, 0.02], None),
     # the degree-9 rule not clearly better (ratios above GLOBAL_RATIO_MAX): no ratio
     ([16e-6, 4e-6, 1e-6], [0.4, 0.3, 0.2], None),
     # changes within round-off of the totals: no ratio
