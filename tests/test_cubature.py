@@ -284,6 +284,21 @@ def test_degree9_ratio(e7, r, expected):
         assert got[0] == pytest.approx(expected, rel=1e-6) and got[0] >= r[-1]
 
 
+def test_degree9_ratio_not_across_a_retirement():
+    """Regions retired between the sweeps enter both totals at degree 7, so the changes mix
+    partitions: no ratio is taken across them (the unscaled bound stands)."""
+    sums = _model_sums([16e-6, 4e-6, 1e-6], [0.01] * 3)
+    floor = np.array([1e-14])
+    scaled, kept = cubature._Sweeps(points=1), cubature._Sweeps(points=1)
+    for k, (s7, s9) in enumerate(sums):
+        signed, rest = s9 - s7, np.zeros(1)
+        scaled.record(s9, s7, signed, rest, floor, 10 * 4**k, np.ones(1))
+        kept.record(s9, s7, signed, rest, floor, 10 * 4**k, np.ones(1),
+                    retired=np.array([0.0 if k < 2 else 1e-3]))
+    assert scaled.estimate[1][0] < kept.estimate[1][0]
+    assert kept.estimate[1][0] == pytest.approx(2 * 0.99e-6, rel=1e-6)
+
+
 def test_degree9_ratio_per_component():
     """Each component of a vector integrand gets its own ratio (or none)."""
     a, b = _model_sums([16e-6, 4e-6, 1e-6], [0.01] * 3), _model_sums([16e-6, -4e-6, 1e-6], [0.01] * 3)

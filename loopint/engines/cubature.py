@@ -52,10 +52,10 @@ are differences of their errors, and their ratio lies between the two partitions
 errors keep their sign and shrink, i.e. it is at least the newer partition's r wherever r does
 not grow under refinement (it falls as the regions shrink, as h^2 for rules two degrees apart).
 Where both pairs of the last three sweeps give such a ratio (positive, at most
-:data:`GLOBAL_RATIO_MAX`, above round-off, the newer not above the older) and the three
-degree-7 errors ``S9 - S7`` share one sign and shrink, the first term is multiplied by the
-larger of the two ratios
-(:func:`_degree9_ratio`); elsewhere it stays as written.  On f3 in 8-D to rtol 1e-6 the run
+:data:`GLOBAL_RATIO_MAX`, above round-off, the newer not above the older), the three degree-7
+errors ``S9 - S7`` share one sign and shrink, and no region was retired between the sweeps,
+the first term is multiplied by the larger of the two ratios (:func:`_degree9_ratio`);
+elsewhere it stays as written.  On f3 in 8-D to rtol 1e-6 the run
 then converges at its third sweep (true error 1.5e-7, estimate 9.7e-7, 2.6·10^8 evaluations)
 where the degree-7 bound (2.8e-5) stopped it unconverged at the budget.
 
@@ -340,13 +340,15 @@ class _Sweeps:
             return np.inf
         return float(np.expm1(log_grow)) * regions * 2 * points_per_region
 
-    def record(self, value, value7, signed, rest, floor, regions: int, local_error) -> None:
+    def record(self, value, value7, signed, rest, floor, regions: int, local_error,
+               retired=None) -> None:
         """Book a sweep of ``regions`` regions from the parts of its global estimate
         (:func:`_global_estimate`): ``GLOBAL_SAFETY·|signed|`` bounds the error of the
         degree-7 total, scaled down to the degree-9 total by :func:`_degree9_ratio` where the
-        last three sweeps show the asymptotic regime; validated when the previous sweep's
-        estimate covers it (:func:`_covers`); the ratio to the local ``local_error`` predicts
-        the next sweep."""
+        last three sweeps show the asymptotic regime and no region was retired between them
+        (``retired``: the retired regions' value sum, which enters both totals at degree 7);
+        validated when the previous sweep's estimate covers it (:func:`_covers`); the ratio
+        to the local ``local_error`` predicts the next sweep."""
         self.evaluations += regions * self.points
         self.count += 1
         self.swept_regions = regions
@@ -354,11 +356,12 @@ class _Sweeps:
         previous = self.estimate
         value, value7, signed, rest, floor = (np.asarray(a, np.float64)
                                               for a in (value, value7, signed, rest, floor))
+        retired = np.zeros_like(value) if retired is None else np.asarray(retired, np.float64)
         scale = np.ones_like(value)
-        if len(self.sums) == 2:
-            ratio = _degree9_ratio(self.sums, value, value7, floor)
+        if len(self.sums) == 2 and all(np.array_equal(r, retired) for *_, r in self.sums):
+            ratio = _degree9_ratio([s[:2] for s in self.sums], value, value7, floor)
             scale = np.where(np.isnan(ratio), 1.0, ratio)
-        self.sums = (self.sums + [(value7, value)])[-2:]
+        self.sums = (self.sums + [(value7, value, retired)])[-2:]
         error = GLOBAL_SAFETY * scale * np.abs(signed) + rest + floor
         self.validated = _covers(previous, (value, error))
         if previous is not None:
@@ -525,10 +528,10 @@ class _Run:
         out = _global_estimate(b[2], b[3], est9.value, np.int32(p.regions),
                                self.retired_value, self.retired_error,
                                np.asarray(GLOBAL_RHO, dtype))
-        parts, bad9 = jax.device_get((out, est9.nonfinite))
+        parts, bad9, retired = jax.device_get((out, est9.nonfinite, self.retired_value))
         p.nonfinite += int(bad9)
         p.evaluations += p.regions * sw.points
-        sw.record(*parts, p.regions, self.total_error)
+        sw.record(*parts, p.regions, self.total_error, retired=retired)
 
     def _step(self, wanted: int) -> str | None:
         """Split the planned regions, making room first; a ``memory_limit`` status when
