@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from loopint import cache
 from loopint.engines import lattice
 
 
@@ -154,12 +155,12 @@ def test_shipped_prime_table(tmp_cache):
 
 def test_cache_dir_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path / "a"))
-    assert lattice.cache_dir() == tmp_path / "a"
+    assert cache.cache_dir() == tmp_path / "a"
     monkeypatch.delenv("LOOPINT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert lattice.cache_dir() == tmp_path / "x" / "loopint"
+    assert cache.cache_dir() == tmp_path / "x" / "loopint"
     monkeypatch.setenv("LOOPINT_CACHE_DIR", "")        # disk caches off: memory only
-    assert lattice.cache_dir() is None
+    assert cache.cache_dir() is None
     z = lattice.generating_vector(1021, 3)
     assert list(lattice.generating_vector(1021, 2)) == list(z[:2])
     assert not (tmp_path / "x" / "loopint").exists()

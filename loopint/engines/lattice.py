@@ -432,13 +432,6 @@ def _embedded_update(prod, e2, zs, gs, m_max: int):
 # ----------------------------------------------------------------------------------------------
 # cache (the files are records of :mod:`loopint.cache`)
 
-def cache_dir() -> pathlib.Path | None:
-    """User cache directory for generated lattice vectors (see module docstring); ``None``
-    when ``LOOPINT_CACHE_DIR`` is set to the empty string (vectors are then kept in memory
-    only)."""
-    return cache_mod.cache_dir()
-
-
 def _weights_tag(gamma, d: int) -> str:
     if np.ndim(gamma) == 0:
         return f"const{float(gamma)!r}"
