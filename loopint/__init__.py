@@ -10,33 +10,63 @@
     loopint.amplitude([("s*t/2", "box.toml"), ("-t", "triangle.toml")], {"s": -5, ...})
     loopint.init_distributed()          # one process per host: scans shared out over them
 
-Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).
+Importing loopint turns on JAX float64 (see :mod:`loopint.precision`).  The names above are
+loaded on first use, so that ``import loopint`` and the command line's ``--help``, ``show``
+and input errors do not pay for importing JAX and SymPy (seconds on some hosts).
 """
 
-import time as _time
-
-_IMPORT_START = _time.perf_counter()
-
-from . import precision as _precision  # noqa: E402,F401  (sets jax_enable_x64 once)
+import importlib as _importlib
+import os as _os
+import sys as _sys
+import types as _types
 
 __version__ = "0.1.0"
 
-from .amplitude import amplitude  # noqa: E402
-from .compute import compute  # noqa: E402
-from .diagram import Diagram  # noqa: E402
-from .engines.base import IntegrationResult  # noqa: E402
-from .errors import DiagramError, SpecError  # noqa: E402
-from .integrate import integrate  # noqa: E402
-from .lower import Integrand  # noqa: E402
-from .parallel import init_distributed  # noqa: E402
-from .problem import Problem, Settings, load  # noqa: E402
-from .region import Region  # noqa: E402
-from .result import Result  # noqa: E402
+if "jax" in _sys.modules:
+    from . import precision as _precision  # noqa: F401  (sets jax_enable_x64 now)
+else:
+    # JAX reads its float64 switch from the environment when it is first imported;
+    # loopint.precision sets it again (and the compilation cache) once a module needs JAX
+    _os.environ.setdefault("JAX_ENABLE_X64", "true")
 
-from . import timing as _timing  # noqa: E402
+_LAZY = {
+    "amplitude": ".amplitude", "compute": ".compute", "Diagram": ".diagram",
+    "IntegrationResult": ".engines.base", "DiagramError": ".errors", "SpecError": ".errors",
+    "integrate": ".integrate", "Integrand": ".lower", "init_distributed": ".parallel",
+    "Problem": ".problem", "Settings": ".problem", "load": ".problem", "Region": ".region",
+    "Result": ".result",
+}
 
-_timing.IMPORT_SECONDS = _time.perf_counter() - _IMPORT_START
+
+def __getattr__(name: str):
+    """The public names of :data:`__all__`, imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopint' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(_types.ModuleType):
+    """The package's module type: the import system binds a submodule to its package's
+    attribute once the submodule is loaded; the functions named like their modules
+    (``compute``, ``amplitude``, ``integrate``) keep the name, as an eager import of them
+    would."""
+
+    def __setattr__(self, name, value):
+        if name in _LAZY and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
 
 __all__ = ["Diagram", "DiagramError", "Integrand", "IntegrationResult", "Problem", "Region",
-           "Result", "Settings", "SpecError", "amplitude", "compute", "init_distributed", "integrate", "load",
-           "__version__"]
+           "Result", "Settings", "SpecError", "amplitude", "compute", "init_distributed",
+           "integrate", "load", "__version__"]

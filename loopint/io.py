@@ -7,9 +7,9 @@ length 2); numpy scalars and arrays become Python numbers and lists.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
-import jax
 import numpy as np
 
 from .files import write_text_atomic
@@ -21,7 +21,7 @@ def jsonable(x: Any) -> Any:
         return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
-    if isinstance(x, (np.ndarray, jax.Array)):
+    if isinstance(x, np.ndarray) or _is_jax_array(x):
         a = np.asarray(x)
         if np.iscomplexobj(a):
             return jsonable(np.stack([a.real, a.imag], axis=-1).tolist())
@@ -33,6 +33,12 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, (np.integer,)):
         return int(x)
     return x
+
+
+def _is_jax_array(x) -> bool:
+    """Whether ``x`` is a JAX array, without importing JAX where no array can exist yet."""
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array)
 
 
 def write_json_atomic(path: str, obj: Any) -> None:

@@ -19,6 +19,7 @@ import sympy
 from .diagram import EPS, Diagram, is_scaleless, regulator_linear
 from .errors import DiagramError, SpecError
 from .spec.expr import ExpressionError, is_identifier, parse_expression
+from .spec.transform import parse_transform
 
 METHODS = ("auto", "iterated", "cubature", "pagani", "qmc", "mc")
 DOMAINS = ("auto", "sequential", "sectors", "decomposed", "simplex")
@@ -166,8 +167,7 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
     if not isinstance(s["transform"], str):
         raise _err(path, "transform", f"must be a name, got {s['transform']!r}")
     try:
-        from .engines import periodize
-        periodize.get(s["transform"])
+        parse_transform(s["transform"])
     except ValueError as e:
         raise _err(path, "transform", str(e)) from None
     if s["delta"] != "auto":

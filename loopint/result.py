@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import numpy as np
 
 from . import __version__
@@ -98,6 +97,7 @@ class Result:
 
 def device_name() -> str:
     """The device the engines run on, e.g. ``"gpu:NVIDIA H200"`` or ``"cpu"``."""
+    import jax
     d = jax.devices()[0]
     return f"{d.platform}:{getattr(d, 'device_kind', '')}".rstrip(":")
 

@@ -26,8 +26,9 @@ _EVENTS = {
 }
 
 IMPORT_SECONDS: float | None = None
-"""Seconds this process spent importing :mod:`loopint` (with what it imports first: JAX,
-SymPy, NumPy), set at the end of that import; reported as ``import`` in every split."""
+"""Seconds this process spent importing :mod:`loopint.compute` (with what it imports first:
+JAX, SymPy, NumPy and the rest of loopint's computing modules), set at the end of that
+import; reported as ``import`` in every split."""
 
 _ACTIVE: list["CompileClock"] = []
 _LOCK = threading.Lock()

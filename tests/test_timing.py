@@ -84,3 +84,50 @@ def test_a_second_process_at_other_kinematics_compiles_nothing(tmp_path):
     # one cache folder: the kernels under jax/, the Newton polytope's facets under polytopes/
     assert any((tmp_path / "jax").iterdir())
     assert len(list((tmp_path / "polytopes").glob("*.json"))) >= 1
+
+
+def test_help_show_and_input_errors_import_neither_jax_nor_more_than_they_need(tmp_path):
+    """``import loopint``, ``loopint --help`` and ``loopint --version`` import neither JAX nor
+    SymPy; ``loopint show`` and an input error in ``loopint compute`` parse the file (SymPy)
+    but import no JAX (seconds on some accelerator hosts).  Float64 still holds once JAX is
+    imported after loopint, and for a computing module imported on its own."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[diagram]\nname = "x"\nloops = 1\n'
+                   'propagators = [["k", "m"], ["k+p1", "m"]]\n[kinematics]\nm = 1.0\n')
+    script = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        import loopint
+        from loopint import cli
+        seen = {{"import": sorted(m for m in ("jax", "sympy") if m in sys.modules)}}
+        for name, argv in (("help", ["--help"]), ("version", ["--version"]),
+                           ("show", ["show", {os.path.join(ROOT, "diagrams",
+                                                          "triangle_above_threshold.toml")!r}]),
+                           ("bad", ["compute", {str(bad)!r}])):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = cli.main(argv)
+                except SystemExit as e:
+                    code = e.code
+            seen[name] = [code, sorted(m for m in ("jax", "sympy") if m in sys.modules),
+                          err.getvalue()]
+        import jax.numpy as jnp
+        seen["dtype"] = str(jnp.ones(1).dtype)
+        print(json.dumps(seen))
+        """)
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=str(tmp_path), env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["import"] == [] and seen["help"][:2] == [0, []] \
+        and seen["version"][:2] == [0, []]
+    assert seen["show"][:2] == [0, ["sympy"]]
+    code, modules, err = seen["bad"]
+    assert code == 2 and modules == ["sympy"] and "bad.toml" in err and "loops" in err
+    assert seen["dtype"] == "float64"
+    script = ("import jax.numpy as jnp\nfrom loopint.engines.cubature import Cubature\n"
+              "print(jnp.ones(1).dtype)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=str(tmp_path), env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.split()[-1] == "float64", out.stderr

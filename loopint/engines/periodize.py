@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from typing import Callable
 
 import jax.numpy as jnp
+
+from ..spec.transform import parse_transform
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,21 +130,10 @@ def identity() -> Periodization:
 
 
 def get(name: str) -> Periodization:
-    """Look up a transform by name: ``korobov<r>``, ``sidi`` / ``sidi<m>``, ``baker``, ``none``."""
+    """Look up a transform by name: ``korobov<r>``, ``sidi`` / ``sidi<m>``, ``baker``, ``none``
+    (:func:`~loopint.spec.transform.parse_transform`)."""
     if isinstance(name, Periodization):
         return name
-    key = str(name).lower()
-    if key in ("none", "identity"):
-        return identity()
-    if key in ("baker", "tent"):
-        return baker()
-    if key == "sidi":
-        return sidi(2)
-    if key == "korobov":
-        return korobov(3)
-    mt = re.fullmatch(r"(korobov|sidi)(\d+)", key)
-    if mt:
-        order = int(mt.group(2))
-        return korobov(order) if mt.group(1) == "korobov" else sidi(order)
-    raise ValueError(f"unknown periodization {name!r}; "
-                     "use korobov<r>, sidi, sidi<m>, baker or none")
+    kind, order = parse_transform(name)
+    return {"none": identity, "baker": baker}[kind]() if order is None else \
+        (korobov(order) if kind == "korobov" else sidi(order))
