@@ -54,9 +54,11 @@ from .diagram import Diagram
 from .errors import DiagramError
 
 # A coefficient of U or F counts as absent at a kinematic point when it is this small against
-# the largest coefficient of the same polynomial (F is homogeneous in the kinematics, so its
-# coefficients share one mass dimension): an on-shell leg or a zero mass given as floating-point
-# numbers cancels to round-off, not to an exact zero.
+# the sum of the moduli of its own terms in the kinematic symbols (:func:`coefficient_scale`):
+# an on-shell leg or a zero mass given as floating-point numbers (p1*p1 - m**2 at p1*p1 = m**2)
+# cancels to round-off of those terms, not to an exact zero.  A coefficient that is small
+# without cancelling (the square of a light mass, m = 1e-7 beside masses of order 1) is not
+# round-off: it keeps the monomial, whose boundary behaviour decides convergence.
 ZERO_COEFFICIENT = 1e-12
 
 # Part of the key of the facet records in the cache folder (:func:`facet_normals`): a change to
@@ -285,7 +287,8 @@ def point_supports(diagram: Diagram, kinematics: Mapping[str, float] | None = No
         if values and terms:
             with np.errstate(all="ignore"):
                 coef = np.array([_number(c.xreplace(values), label) for _, c in terms])
-            keep = np.abs(coef) > ZERO_COEFFICIENT * np.max(np.abs(coef))
+                scale = np.array([coefficient_scale(c, values, label) for _, c in terms])
+            keep = np.abs(coef) > ZERO_COEFFICIENT * scale
             if not np.any(keep):
                 raise DiagramError(f"{label} vanishes identically at this kinematic point",
                                    "kinematics")
@@ -293,6 +296,14 @@ def point_supports(diagram: Diagram, kinematics: Mapping[str, float] | None = No
             expo = expo[keep]
         out.append(expo)
     return out[0], out[1], tuple(dropped)
+
+
+def coefficient_scale(c, values, label: str) -> float:
+    """The sum of the moduli of the terms of ``c`` (a coefficient of U or F, a polynomial in
+    the kinematic symbols) at the point ``values``: the size of the numbers that cancel where
+    ``c`` vanishes (:data:`ZERO_COEFFICIENT`)."""
+    return sum(abs(_number(t.xreplace(values), label))
+               for t in sympy.Add.make_args(sympy.expand(c)))
 
 
 def _number(c, label: str) -> float:
@@ -327,7 +338,7 @@ def analyze(diagram: Diagram, kinematics: Mapping[str, float] | None = None) -> 
 def divergence_message(verdict: Verdict) -> str:
     """The error for a divergent integral: kind, faces, exponents and what to do."""
     return (verdict.summary() + "\nThe Feynman-parameter integral does not exist at this "
-            "dimension and these propagator powers; it needs dimensional regularization "
-            "(D = 4 - 2*eps and its Laurent expansion), which loopint does not provide yet. "
-            "At a non-integer dimension the integral may be finite: `loopint show` prints the "
-            "exponents.")
+            "dimension and these propagator powers; give dimension = \"4 - 2*eps\" (the "
+            "dimension with eps) for its Laurent series in eps, computed by sector "
+            "decomposition (README \"Divergent integrals\"). At a non-integer dimension the "
+            "integral may be finite: `loopint show` prints the exponents.")

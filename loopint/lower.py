@@ -297,6 +297,22 @@ class Integrand:
         """Coefficients of U's monomials (``U_exponents``) at each kinematic point: [K, T]."""
         return self._coefficients(self._U, kin)
 
+    def coefficient_scales(self, which: str, kin) -> np.ndarray:
+        """Per kinematic point and monomial of ``which`` ("U" or "F"), the sum of the moduli
+        of the terms of its coefficient in the kinematic symbols: [K, T], the size against
+        which a coefficient that cancels to round-off is told from a small one
+        (:data:`loopint.divergence.ZERO_COEFFICIENT`)."""
+        code = self._U if which == "U" else self._F
+        kin = np.asarray(kin, dtype=np.float64)
+        env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}
+        cache: dict = {}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cols = [sum(np.abs(np.broadcast_to(np.asarray(evaluate_expr(t, env, cache),
+                                                          dtype=np.float64), (kin.shape[0],)))
+                        for t in sympy.Add.make_args(sympy.expand(c)))
+                    for c in code.coefficients]
+        return np.stack(cols, axis=1)
+
     def _coefficients(self, code: PolyCode, kin) -> np.ndarray:
         kin = np.asarray(kin, dtype=np.float64)
         env = {s: kin[:, i] for i, s in enumerate(self._sym_objs)}

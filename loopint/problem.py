@@ -405,6 +405,9 @@ def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None)
         msg = str(e)
         if "unknown symbol" in msg:
             msg += "; kinematic symbols are declared by giving their values in [kinematics]"
+            if forms[0] == "propagators" and str(e.key).startswith("propagators"):
+                msg += (", momenta in diagram.loop_momenta (integrated) or "
+                        "diagram.external_momenta")
         if e.key and msg.startswith(e.key):
             raise SpecError(f"{path + ': ' if path else ''}diagram.{msg}") from None
         raise _err(path, f"diagram.{e.key}" if e.key else "diagram", msg) from None
@@ -436,9 +439,14 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
             raise _err(path, f"regulator.{k}", "unknown key (known: delta, q, terms, min_terms, "
                        "contour, lambda, cross_check, eps_order)")
         settings_d[mapped] = v
-    for k in settings_d:
-        if k.startswith(("delta", "contour", "cross", "eps")) and k in doc.get("integration", {}):
+    regulator_keys = ("delta", "contour", "cross", "eps")
+    for k in doc.get("integration", {}):
+        if k.startswith(regulator_keys):
             raise _err(path, f"integration.{k}", "regulator settings belong in [regulator]")
+        if k not in Settings.__dataclass_fields__:
+            known = sorted(n for n in Settings.__dataclass_fields__
+                           if not n.startswith(regulator_keys))
+            raise _err(path, f"integration.{k}", f"unknown setting (known: {', '.join(known)})")
     try:
         settings = validate_settings(settings_d, None)
     except SpecError as e:

@@ -387,10 +387,11 @@ def test_plan_of_a_euclidean_file(below):
     # three unit-power lines, one loop, D = 4: (-1)^3 Gamma(1) = -1
     assert p.prefactor == pysecdec_prefactor(3, 1, 4) == -1
     d = p.direct
-    assert (d.method, d.domain, d.engine_domain) == ("iterated", "simplex", Simplex(2))
+    # the Euclidean point: iterated over the decomposed (primary) sectors, every face at t = 0
+    assert (d.method, d.domain, d.engine_domain) == ("iterated", "decomposed", Box.cube(2))
     assert (d.rtol, d.atol, d.max_evals) == (s.rtol, 0.0, s.max_evals) == (1e-6, 0.0, 10**9)
     assert d.engine.inner_tolerance == engines.get("iterated").inner_tolerance
-    assert d.integrand is integrand(p.diagram, "simplex", "none", "float64")
+    assert d.integrand is integrand(p.diagram, "decomposed", "none", "float64")
     assert p.direct is d                       # built once
 
 

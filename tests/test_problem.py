@@ -222,6 +222,18 @@ def test_bad_settings_name_table_and_key(tmp_path, table, line, key):
     refused(tmp_path, TRIANGLE + f"\n[{table}]\n{line}\n", key)
 
 
+def test_unknown_integration_setting_lists_the_keys_of_that_table(tmp_path):
+    """A misspelled [integration] key names the keys [integration] takes, not the regulator's
+    (which [integration] refuses with a pointer to [regulator])."""
+    msg = refused(tmp_path, TRIANGLE + "\n[integration]\nrtoll = 1e-8\n", "integration.rtoll",
+                  "unknown setting")
+    known = msg.split("known: ")[1]
+    assert "rtol" in known and "method" in known
+    assert not any(k in known for k in ("delta", "contour", "cross_check", "eps_order"))
+    refused(tmp_path, TRIANGLE + "\n[integration]\ncontour = 'none'\n", "integration.contour",
+            "belong in [regulator]")
+
+
 def test_validate_settings_directly():
     assert validate_settings({"rtol": 1e-3}).rtol == 1e-3
     with pytest.raises(SpecError, match="unknown setting"):
