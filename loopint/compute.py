@@ -40,6 +40,7 @@ from .diagram import Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
+from .region import landau_status, one_loop_landau_faces
 from .problem import Problem, Settings, check_kinematics, validate_settings
 from .result import Result, device_name, points_status, scale_error
 from . import timing  # noqa: E402
@@ -175,6 +176,9 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
     info: dict = {}
     direct = [k for k in range(K) if plan.regions[k].kind != "physical"]
     physical = [k for k in range(K) if plan.regions[k].kind == "physical"]
+    landau = _landau_points(plan)
+    direct = [k for k in direct if k not in landau]
+    physical = [k for k in physical if k not in landau]
     if direct:
         info["direct"] = _direct(plan, direct, pts, progress, t_start)
     table, deltas_used, seconds_resumed = [], [], 0.0
@@ -184,9 +188,13 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
         if d_out is not None:
             table, deltas_used = d_out["table"], d_out["deltas"]
             seconds_resumed = d_out["seconds_resumed"]
-    if s.cross_check and not physical:
+    if s.cross_check and not physical and not landau:
         info["cross_check"] = ("nothing to cross-check: no physical point (F has one sign on "
                                "the simplex, delta = 0 is exact)")
+    for k, why in landau.items():
+        pts.value[k] = pts.error[k] = complex(np.nan, np.nan)
+        pts.dvalue[:, k] = pts.derror[:, k] = complex(np.nan, np.nan)
+        pts.status[k], pts.ok[k] = why, False
     batched = any(np.ndim(v) for v in plan.problem.kinematics.values())
     if plan.refused is not None:
         pts.refuse(plan.refused[1])
@@ -209,6 +217,26 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
                            "seconds_this_run": seconds_this_run,
                            "point_converged": pts.ok.tolist() if batched else None,
                            "region_method": [r.method for r in regions][:1 if not batched else K]})
+
+
+def _landau_points(plan: RunPlan) -> dict[int, str]:
+    """The points of a one-loop diagram on a Landau singularity of a reduced diagram
+    (exactly at a normal threshold, :func:`loopint.region.one_loop_landau_faces`), with
+    their status.  F has a double zero on the boundary of the simplex there, where the
+    contour's deformation vanishes and no engine's error estimate sees the integrable
+    singularity: integrated, a triangle exactly at p3^2 = (m2 + m3)^2 with unequal masses
+    comes out certified at rtol 1e-8 with 29 times its estimate off, or (in GeV) meets
+    F = 0 exactly and stops the whole batch, while 1e-12 off the threshold it is computed
+    honestly.  They are not integrated: value and error NaN, not converged."""
+    d = plan.diagram
+    if d.loops != 1 or d.regulated:
+        return {}
+    probe = integrand(d, "simplex", "none", "float64")
+    if probe.F_exponents.size == 0 or set(probe.F_exponents.sum(axis=1)) != {2}:
+        return {}
+    faces = one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(plan.kin))
+    return {k: landau_status(found, d.variables, len(d.variables))
+            for k, found in enumerate(faces) if found}
 
 
 def _direct(plan: RunPlan, direct: list, pts: _Points, progress, t_start: float) -> dict:

@@ -8,6 +8,7 @@ A point is never called Euclidean without a proof.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -199,3 +200,80 @@ def _mono(x, expo):
         factor = powers[:, expo[:, j]]
         out = factor if out is None else out * factor
     return np.ones((x.shape[0], expo.shape[0])) if out is None else out
+
+
+# ---------------------------------------------------------------------------------------
+# Landau singularities of one-loop diagrams at the kinematic point
+
+LANDAU_TOLERANCE = 1e-12
+"""A face's smallest eigenvalue below this fraction of its largest counts as zero."""
+
+
+def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tuple]]:
+    """Per kinematic point, the faces of the simplex on which a one-loop F has a critical
+    point of value 0 inside the face: the Landau singularities of the reduced diagrams.
+
+    For one loop F is a quadratic form, ``F = x^T Y x`` (Y from F's coefficients,
+    ``expo[T, N]`` of total degree 2, ``coefs[K, T]``).  On the face of the lines ``S``
+    (the other x zero), the critical points of F on the simplex solve ``Y_S x = mu 1`` with
+    value ``mu``, so a zero of F with zero gradient inside the face is a null vector of
+    ``Y_S`` with every component of one sign (the Landau equations of the diagram with the
+    lines outside S contracted).  For two lines it is the normal threshold
+    ``p^2 = (m_i + m_j)^2`` (the pseudo-threshold ``(m_i - m_j)^2`` has a null vector of mixed
+    signs); for every line, the diagram's leading singularity (an anomalous threshold).  Faces
+    on which F vanishes identically, or with more than one zero eigenvalue (zero masses and
+    on-shell legs: F's vanishing monomials, which the sector analysis of
+    :mod:`loopint.divergence` handles), are not reported.
+
+    Returns, per point, the faces as tuples of line indices (0-based), smallest first."""
+    expo = np.asarray(expo, dtype=np.int64)
+    coefs = np.atleast_2d(np.asarray(coefs, dtype=np.float64))
+    K, N = coefs.shape[0], expo.shape[1]
+    Y = np.zeros((K, N, N))
+    for t, e in enumerate(expo):
+        nz = np.flatnonzero(e)
+        if len(nz) == 1:
+            Y[:, nz[0], nz[0]] += coefs[:, t]
+        else:
+            i, j = nz
+            Y[:, i, j] += coefs[:, t] / 2
+            Y[:, j, i] += coefs[:, t] / 2
+    out: list[list[tuple]] = [[] for _ in range(K)]
+    for size in range(2, N + 1):
+        for S in itertools.combinations(range(N), size):
+            sub = Y[:, S][:, :, S]
+            if not np.all(np.isfinite(sub)):
+                continue
+            w, V = np.linalg.eigh(sub)
+            order = np.argsort(np.abs(w), axis=1)
+            w_sorted = np.take_along_axis(np.abs(w), order, axis=1)
+            scale = w_sorted[:, -1]
+            v = np.take_along_axis(V, order[:, None, :1], axis=2)[:, :, 0]
+            big = np.max(np.abs(v), axis=1)
+            one_sign = (np.all(v > 1e-8 * big[:, None], axis=1)
+                        | np.all(v < -1e-8 * big[:, None], axis=1))
+            hit = ((scale > 0) & (w_sorted[:, 0] <= LANDAU_TOLERANCE * scale)
+                   & (w_sorted[:, 1] > 1e-8 * scale) & one_sign)
+            for k in np.flatnonzero(hit):
+                out[k].append(S)
+    return out
+
+
+def landau_status(faces: list[tuple], variables: Sequence, n_lines: int) -> str:
+    """The status of a point at the Landau singularities ``faces`` (of
+    :func:`one_loop_landau_faces`)."""
+    names = ["{" + ", ".join(str(variables[i]) for i in S) + "}" for S in faces]
+    inner = [n for S, n in zip(faces, names) if len(S) == n_lines]
+    edge = [n for S, n in zip(faces, names) if len(S) < n_lines]
+    parts = []
+    if edge:
+        parts.append("on the threshold of the lines " + ", ".join(edge) + " (for two lines "
+                     "p^2 = (m_i + m_j)^2, within a relative 1e-12): F has a double zero on "
+                     "the boundary of the simplex, where neither the contour's deformation "
+                     "nor the engines' error estimates reach it")
+    if inner:
+        parts.append("on the leading Landau singularity of the diagram (for a bubble its "
+                     "threshold, for more lines an anomalous threshold): F has a double zero "
+                     "inside the simplex")
+    return ("threshold: the kinematic point lies " + "; and ".join(parts) + "; not "
+            "integrated (value NaN): compute at a point off the threshold")

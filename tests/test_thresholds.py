@@ -1,0 +1,74 @@
+"""Kinematic points exactly on a Landau singularity of a one-loop diagram.
+
+There F has a zero with zero gradient on a face of the simplex (a normal threshold of two of
+its lines) or inside it (its leading singularity): the deformed contour's shift vanishes at
+that point and no engine's error estimate sees the integrable singularity, so such points are
+never integrated nor reported converged (:func:`loopint.region.one_loop_landau_faces`).
+Integrated, a triangle with unequal masses exactly at p3^2 = (m2 + m3)^2 comes out certified
+at rtol 1e-8 with a true error 29 times its estimate (reference: the 1-D mpmath integral of
+``tests/physical_points.py``).
+"""
+
+import numpy as np
+import pytest
+
+import loopint
+from loopint.plan import integrand
+from loopint.region import one_loop_landau_faces
+from physical_points import triangle_d4
+
+TRIANGLE = dict(internal_lines=[["m1", [1, 2]], ["m2", [2, 3]], ["m3", [3, 1]]],
+                external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
+                scalar_products={"p1*p1": "P1s", "p2*p2": "P2s",
+                                 "p1*p2": "(P3s - P1s - P2s)/2"})
+MASSES = {"m1": 1.0, "m2": 2.0, "m3": 1.5}
+
+
+def faces(diagram, points):
+    probe = integrand(diagram, "simplex", "none", "float64")
+    kin = np.array([[p[s] for s in probe.symbols] for p in points])
+    return one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(kin))
+
+
+def test_landau_faces_of_the_triangle_and_the_bubble():
+    """Normal threshold of lines 2, 3 at p3^2 = (m2 + m3)^2 (and within 1e-12 of it), not
+    1e-10 away nor at the pseudo-threshold (m2 - m3)^2; the leading singularity at an
+    anomalous threshold (equal masses 1, p1^2 = p2^2 = 3.5, p3^2 = 1.75); the bubble's
+    threshold is its whole face; a massless on-shell box (F's monomials vanish, the sector
+    analysis's case) has none."""
+    tri = loopint.Diagram.from_graph(**TRIANGLE, dimension=4)
+    at = {"P1s": -1.0, "P2s": 0.5, **MASSES}
+    got = faces(tri, [{**at, "P3s": 12.25 * f} for f in (1, 1 + 1e-12, 1 + 1e-10, 1 - 1e-10)]
+                + [{**at, "P3s": 0.25}, {**at, "P3s": 12.5}])
+    assert got == [[(1, 2)], [(1, 2)], [], [], [], []]
+    anomalous = {"P1s": 3.5, "P2s": 3.5, "P3s": 1.75, "m1": 1.0, "m2": 1.0, "m3": 1.0}
+    assert faces(tri, [anomalous]) == [[(0, 1, 2)]]
+    bubble = loopint.Diagram.from_graph([["m1", [1, 2]], ["m2", [2, 1]]],
+                                        [["p1", 1], ["p2", 2]], {"p1*p1": "psq"}, dimension=2)
+    assert faces(bubble, [{"psq": 9.0, "m1": 1.0, "m2": 2.0},
+                          {"psq": 1.0, "m1": 1.0, "m2": 2.0}]) == [[(0, 1)], []]
+    box = loopint.Diagram.from_graph(
+        [["0", [1, 2]], ["0", [2, 3]], ["0", [3, 4]], ["0", [4, 1]]],
+        [["p1", 1], ["p2", 2], ["p3", 3], ["p4", 4]],
+        {"p1*p1": "0", "p2*p2": "0", "p3*p3": "0", "p1*p2": "s/2", "p2*p3": "t/2",
+         "p1*p3": "-(s + t)/2"}, dimension=6)
+    assert faces(box, [{"s": -3.0, "t": -2.0}]) == [[]]
+
+
+@pytest.mark.parametrize("scale", [1.0, 150.0])
+def test_a_triangle_exactly_at_a_normal_threshold_is_not_certified(scale):
+    """A scan through the threshold point: that point not integrated (NaN, not converged,
+    a status that names the lines), in both unit systems; the points around it converge
+    by default (deformed contour) within their tolerance of the mpmath reference."""
+    tri = loopint.Diagram.from_graph(**TRIANGLE, dimension=4)
+    s2 = scale * scale
+    P3s = np.array([12.0, 12.25, 12.5]) * s2
+    kin = {"P1s": -1.0 * s2, "P2s": 0.5 * s2, "P3s": P3s,
+           **{k: v * scale for k, v in MASSES.items()}}
+    r = loopint.compute(tri, kinematics=kin, rtol=1e-6)
+    ok = np.asarray(r.info["point_converged"])
+    assert ok.tolist() == [True, False, True]
+    assert "threshold" in r.status and "{x2, x3}" in r.status and np.isnan(r.value[1])
+    for k in (0, 2):
+        ref = triangle_d4(-1.0, 0.5, P3s[k] / s2, 1.0, 2.0, 1.5) / s2
+        assert abs(r.value[k] - ref) <= 1e-6 * abs(ref)
