@@ -28,9 +28,9 @@ import time
 
 _IMPORT_START = time.perf_counter()
 
-from typing import Any, Callable, Mapping  # noqa: E402
+from typing import Any, Callable, Mapping
 
-import jax  # noqa: E402
+import jax
 import numpy as np
 
 from . import delta_sequence, parallel
@@ -40,11 +40,11 @@ from .diagram import Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
-from .region import landau_status, one_loop_landau_faces
 from .problem import Problem, Settings, check_kinematics, validate_settings
+from .region import landau_status, one_loop_landau_faces
 from .result import Result, device_name, points_status, scale_error
-from . import timing  # noqa: E402
-from .timing import compile_clock  # noqa: E402
+from . import timing
+from .timing import compile_clock
 
 __all__ = ["Result", "compute", "device_name"]
 

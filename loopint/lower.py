@@ -144,7 +144,7 @@ class PolyCode:
     """A polynomial in x with kinematic coefficients, in two views.
 
     * monomial view (for classification): ``exponents[T, N]`` and one sympy coefficient (in the
-      kinematic symbols) per monomial;
+      kinematic symbols) per monomial, with its additive terms (``coefficient_terms``);
     * evaluation view: P = sum_g kappa_g(kin) P_g(x), with kappa_g the distinct monomials in the
       kinematic symbols and P_g(x) in Horner form, so that each P_g costs few multiplications and
       all share subexpressions (CSE across U and F, done by :class:`Integrand`).
@@ -154,22 +154,24 @@ class PolyCode:
     coefficients: tuple
     kin_monomials: tuple
     horner: tuple
+    coefficient_terms: tuple
 
 
 def poly_code(P: sympy.Expr, xs: Sequence[sympy.Symbol]) -> PolyCode:
     poly = sympy.Poly(sympy.expand(P), *xs)
-    expo, coefs = [], []
+    expo, coefs, terms = [], [], []
     groups: dict = {}
     for m, c in poly.terms():
         expo.append(m)
         coefs.append(c)
+        terms.append(sympy.Add.make_args(sympy.expand(c)))
         xmono = sympy.Mul(*[x**k for x, k in zip(xs, m)])
-        for term in sympy.Add.make_args(sympy.expand(c)):
+        for term in terms[-1]:
             num, kpart = term.as_coeff_Mul()
             groups[kpart] = groups.get(kpart, 0) + num * xmono
     keys = list(groups)
     hs = tuple(sympy.horner(groups[k], *xs) if len(xs) else groups[k] for k in keys)
-    return PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs)
+    return PolyCode(np.array(expo, dtype=float), tuple(coefs), tuple(keys), hs, tuple(terms))
 
 
 class PolySet:
@@ -309,8 +311,8 @@ class Integrand:
         with np.errstate(divide="ignore", invalid="ignore"):
             cols = [sum(np.abs(np.broadcast_to(np.asarray(evaluate_expr(t, env, cache),
                                                           dtype=np.float64), (kin.shape[0],)))
-                        for t in sympy.Add.make_args(sympy.expand(c)))
-                    for c in code.coefficients]
+                        for t in terms)
+                    for terms in code.coefficient_terms]
         return np.stack(cols, axis=1)
 
     def _coefficients(self, code: PolyCode, kin) -> np.ndarray:

@@ -451,7 +451,7 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
         settings = validate_settings(settings_d, None)
     except SpecError as e:
         key = str(e).split(":")[0]
-        table = "regulator" if key.startswith(("delta", "contour", "cross", "eps")) else "integration"
+        table = "regulator" if key.startswith(regulator_keys) else "integration"
         inverse = {"delta_q": "q", "delta_terms": "terms", "delta_min_terms": "min_terms",
                    "contour_lambda": "lambda"}
         if table == "regulator":

@@ -135,5 +135,8 @@ def get(name: str) -> Periodization:
     if isinstance(name, Periodization):
         return name
     kind, order = parse_transform(name)
-    return {"none": identity, "baker": baker}[kind]() if order is None else \
-        (korobov(order) if kind == "korobov" else sidi(order))
+    if kind == "korobov":
+        return korobov(order)
+    if kind == "sidi":
+        return sidi(order)
+    return baker() if kind == "baker" else identity()
