@@ -204,12 +204,20 @@ def cmd_show(a) -> int:
         what = {"euclidean": "Euclidean: F >= 0 on the simplex, delta = 0",
                 "negative": "F <= 0 on the simplex: delta = 0 with the i0 phase",
                 "physical": "physical: F changes sign (or could not be proven one-signed); "
-                            "delta-regulated and extrapolated"}[r.kind]
+                            + _physical_method(d, p.settings)}[r.kind]
         print(f"region      {what}\n            by: {r.method}{' — ' + r.detail if r.detail else ''}")
     _show_convergence(a.file, d, p.kinematics)
     if p.reference:
         print(f"reference   {p.reference.value}  ({p.reference.source})")
     return EXIT_OK
+
+
+def _physical_method(d, s) -> str:
+    """How ``compute`` takes a physical point of ``d`` with settings ``s``."""
+    if d.regulated:
+        return "each sector's contour deformed (the Laurent coefficients)"
+    return {"auto": "deformed contour (delta sequence where it fails)",
+            "deform": "deformed contour", "none": "delta-regulated and extrapolated"}[s.contour]
 
 
 def _show_convergence(path: str, d, kinematics) -> None:
@@ -384,12 +392,23 @@ def _print_series(r) -> None:
         print("error       lower bounds only: the run did not converge, the true errors may be "
               "much larger")
     how = {"euclidean": "Euclidean region (F >= 0)", "negative": "F <= 0: the i0 phase",
-           "physical": f"physical region: contour deformation in the sectors (lambda "
-                       f"{next(iter(info['lambda'].values()), float('nan')):.3g})"}[r.region]
+           "physical": "physical region: contour deformation in the sectors "
+                       f"({_lambda_range(info['lambda'])})"}[r.region]
     print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
           f"{info['sector_poles']} poles per sector; {how}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
     print(_time_line(r))
+
+
+def _lambda_range(lams: dict) -> str:
+    """The contour strengths of a series' points (one per sector, or one per point), as
+    ``lambda 0.3`` or ``lambda 0.069-0.91 over the sectors``."""
+    vals = [float(v) for lam in lams.values()
+            for v in (lam if isinstance(lam, (list, tuple)) else [lam])]
+    if not vals:
+        return "no point integrated"
+    lo, hi = min(vals), max(vals)
+    return f"lambda {lo:.3g}" if lo == hi else f"lambda {lo:.3g}-{hi:.3g} over the sectors"
 
 
 def _time_line(r) -> str:
@@ -555,6 +574,7 @@ def cmd_scan(a) -> int:
     vals = np.atleast_1d(r.value)
     errs = np.atleast_1d(r.error)
     ok = r.info.get("point_converged") or [r.converged] * len(vals)
+    why = r.info.get("point_status") or [r.status] * len(vals)
     rows = []
     for i in range(len(vals)):
         row = {n: float(kin[n][i]) for n in names}
@@ -566,6 +586,7 @@ def cmd_scan(a) -> int:
             row.update({f"{key}_re": v.real, f"{key}_im": v.imag, f"{key}_err_re": abs(e.real),
                         f"{key}_err_im": abs(e.imag)})
         row["converged"] = bool(ok[i])
+        row["status"] = why[i]
         rows.append(row)
     if a.csv:
         buf = io.StringIO()

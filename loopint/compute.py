@@ -24,6 +24,7 @@ as above, and the shares' results are put back in the points' order.
 
 from __future__ import annotations
 
+import os
 import time
 
 _IMPORT_START = time.perf_counter()
@@ -40,8 +41,8 @@ from .diagram import Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
-from .problem import Problem, Settings, check_kinematics, validate_settings
-from .region import landau_status, one_loop_landau_faces
+from .problem import Problem, Settings, check_kinematics, load, validate_settings
+from .region import one_loop_landau_points
 from .result import Result, device_name, points_status, scale_error
 from . import timing
 from .timing import compile_clock
@@ -49,14 +50,16 @@ from .timing import compile_clock
 __all__ = ["Result", "compute", "device_name"]
 
 
-def compute(target: Problem | Diagram, kinematics: Mapping[str, Any] | None = None, *,
+def compute(target: Problem | Diagram | str | os.PathLike,
+            kinematics: Mapping[str, Any] | None = None, *,
             settings: Settings | None = None, progress: Callable[[dict], None] | None = None,
             checkpoint: str | None = None, resume: bool = False, **overrides) -> Result:
     """Compute a loop integral (the Python API of the README).
 
     Args:
-        target: a :class:`~loopint.problem.Problem` (e.g. from :func:`loopint.load`) or a
-            :class:`~loopint.diagram.Diagram`.
+        target: a :class:`~loopint.problem.Problem` (e.g. from :func:`loopint.load`), a
+            :class:`~loopint.diagram.Diagram`, or the path of a diagram file (read by
+            :func:`loopint.load`).
         kinematics: symbol -> number or 1-D array (arrays give a batched scan, one vector
             integrand over all points).  Required for a Diagram; replaces a Problem's values.
         settings: a :class:`~loopint.problem.Settings`; keyword overrides such as
@@ -111,6 +114,8 @@ def _compute_here(problem: Problem, s: Settings, progress, checkpoint, resume,
 
 def _normalized(target, kinematics, settings, overrides) -> tuple[Problem, Settings]:
     """The Problem (with its kinematics checked) and the validated Settings of a call."""
+    if isinstance(target, (str, os.PathLike)):
+        target = load(target)
     if isinstance(target, Diagram):
         if kinematics is None and target.kinematic_symbols:
             raise ValueError(f"kinematics: values needed for {list(target.kinematic_symbols)}")
@@ -121,7 +126,8 @@ def _normalized(target, kinematics, settings, overrides) -> tuple[Problem, Setti
             problem = Problem(target.diagram, check_kinematics(target.diagram, kinematics),
                               target.settings, target.reference, target.path)
     else:
-        raise TypeError(f"compute() needs a Problem or a Diagram, got {type(target).__name__}")
+        raise TypeError("compute() needs a Problem, a Diagram or the path of a diagram file, "
+                        f"got {type(target).__name__}")
     base = settings or problem.settings
     given = {k: v for k, v in overrides.items() if v is not None}
     s = validate_settings({**base.to_dict(), **given})
@@ -216,37 +222,31 @@ def _run(plan: RunPlan, progress, checkpoint, resume, t_start: float) -> Result:
         info={**info, "convergence": verdict(plan.diagram).summary(),
                            "seconds_this_run": seconds_this_run,
                            "point_converged": pts.ok.tolist() if batched else None,
+                           "point_status": list(pts.status) if batched else None,
                            "region_method": [r.method for r in regions][:1 if not batched else K]})
 
 
 def _landau_points(plan: RunPlan) -> dict[int, str]:
-    """The points of a one-loop diagram on a Landau singularity of a reduced diagram
-    (exactly at a normal threshold, :func:`loopint.region.one_loop_landau_faces`), with
-    their status.  F has a double zero on the boundary of the simplex there, where the
-    contour's deformation vanishes and no engine's error estimate sees the integrable
-    singularity: integrated, a triangle exactly at p3^2 = (m2 + m3)^2 with unequal masses
-    comes out certified at rtol 1e-8 with 29 times its estimate off, or (in GeV) meets
-    F = 0 exactly and stops the whole batch, while 1e-12 off the threshold it is computed
-    honestly.  They are not integrated: value and error NaN, not converged."""
+    """The points exactly on a Landau singularity of a one-loop diagram
+    (:func:`loopint.region.one_loop_landau_points`): integrated, a triangle exactly at
+    p3^2 = (m2 + m3)^2 with unequal masses comes out certified at rtol 1e-8 with 29 times its
+    estimate off, or (in GeV) meets F = 0 exactly and stops the whole batch, while 1e-12 off
+    the threshold it is computed honestly.  They are not integrated: value and error NaN, not
+    converged."""
     d = plan.diagram
-    if d.loops != 1 or d.regulated:
-        return {}
     probe = integrand(d, "simplex", "none", "float64")
-    if probe.F_exponents.size == 0 or set(probe.F_exponents.sum(axis=1)) != {2}:
-        return {}
-    faces = one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(plan.kin))
-    return {k: landau_status(found, d.variables, len(d.variables))
-            for k, found in enumerate(faces) if found}
+    return one_loop_landau_points(d.loops, d.variables, probe.F_exponents,
+                                  probe.F_coefficients(plan.kin))
 
 
 def _direct(plan: RunPlan, direct: list, pts: _Points, progress, t_start: float) -> dict:
     """The points where F has one sign: one engine run at delta = 0 (real where every point
     is Euclidean)."""
     stage = plan.direct
-    pts.methods.add(stage.method)
     real = all(plan.regions[k].kind == "euclidean" for k in direct)
     f, w = plan.bind(stage.integrand.bind(plan.kin[direct], [0.0], real=real))
     r = stage.integrate(f)
+    pts.methods.add(r.method)
     v = split(r.value, plan.blocks, len(direct), w)[:, :, 0] * plan.prefactor
     e = scale_error(split(r.error, plan.blocks, len(direct), w)[:, :, 0], plan.prefactor)
     pts.fill(direct, v[0], e[0], r.converged, [r.status] * len(direct), v[1:], e[1:])
@@ -254,7 +254,7 @@ def _direct(plan: RunPlan, direct: list, pts: _Points, progress, t_start: float)
     if progress:
         progress({"stage": "direct", "value": pts.value[direct], "error": pts.error[direct],
                   "evaluations": pts.evaluations, "seconds": time.perf_counter() - t_start})
-    return {"method": stage.method, "domain": stage.domain, "status": r.status,
+    return {"method": r.method, "domain": stage.domain, "status": r.status,
             "engine_info": jsonable(r.info)}
 
 
@@ -407,6 +407,7 @@ def _outcome(r: Result) -> dict:
     ok = r.info.get("point_converged") if np.ndim(r.value) else None
     return {"value": jsonable(np.atleast_1d(r.value)), "error": jsonable(np.atleast_1d(r.error)),
             "ok": list(ok) if ok is not None else [bool(r.converged)] * n,
+            "point_status": list(r.info.get("point_status") or [r.status] * n),
             "region": r.region if isinstance(r.region, list) else [r.region] * n,
             "point_method": _point_methods(r),
             "region_method": list(r.info.get("region_method") or [None] * n),
@@ -465,6 +466,7 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
     region = [None] * K
     point_method = [None] * K
     region_method = [None] * K
+    point_status = [""] * K
     statuses, methods, shares = [], set(), []
     evaluations = 0
     req = request(s.derivatives, s.derivative_order, problem.diagram.kinematic_symbols)
@@ -481,6 +483,7 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
             region[k] = out["region"][i]
             point_method[k] = out["point_method"][i]
             region_method[k] = out["region_method"][i]
+            point_status[k] = out.get("point_status", [out["status"]] * len(idx))[i]
         if not out["converged"]:
             statuses.append(out["status"])
         methods.update(out["method"].split("+"))
@@ -509,6 +512,7 @@ def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -
                   settings=s.to_dict(), region=region,
                   derivatives=derivatives, **series,
                   info={kind: shares, "point_converged": ok.tolist(),
+                        "point_status": point_status,
                         "region_method": region_method, **regulated})
 
 

@@ -677,13 +677,15 @@ def combine_physical(c_out: dict | None, d_out: dict | None, P: int, cross_check
             n = float(np.max(ns))
             checks.append({"contour": c_out["value"][p], "delta_sequence": d_out["value"][i],
                            "difference": diff, "sigmas": n})
-            if n > CROSS_CHECK_SIGMAS:
-                conv[p] = False
-                status[p] = (f"methods disagree: contour and delta sequence differ by "
-                             f"{n:.3g} combined errors (|difference| {abs(diff):.3g})")
-            elif not (c_out["converged"][p] and d_out["converged"][i]):
+            # an unconverged method's error is a lower bound, not a standard deviation:
+            # the methods disagree only when both converged
+            if not (c_out["converged"][p] and d_out["converged"][i]):
                 conv[p] = False
                 status[p] = ("cross-check incomplete: contour " + c_out["status"][p] +
                              "; delta sequence " + d_out["status"][i])
+            elif n > CROSS_CHECK_SIGMAS:
+                conv[p] = False
+                status[p] = (f"methods disagree: contour and delta sequence differ by "
+                             f"{n:.3g} combined errors (|difference| {abs(diff):.3g})")
         out["cross_check"] = checks
     return out

@@ -66,7 +66,7 @@ from .diagram import EPS, Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
-from .region import classify_points
+from .region import classify_points, one_loop_landau_points
 from .plan import engine_domain, integrand, make_engine, point_text, reduced, support_groups
 from .result import Result, device_name, points_status
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
@@ -603,28 +603,37 @@ def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarra
              "largest_difference": float(np.max(np.abs(diff[0]))),     # of the value
              "evaluations": other["evaluations"]}
     out = dict(out)
-    if worst > CROSS_CHECK_SIGMAS:
+    if not (out["converged"] and other["converged"]):     # a lower bound is no sigma
+        out["converged"] = False
+        out["status"] = ("cross-check incomplete: contour " + out["status"] +
+                         "; second contour " + other["status"])
+    elif worst > CROSS_CHECK_SIGMAS:
         out["converged"] = False
         out["status"] = (f"methods disagree: the contours lambda and lambda * "
                          f"{CROSS_CHECK_LAMBDA_RATIO:g} differ by {worst:.3g} combined errors "
                          f"(|difference| {check['largest_difference']:.3g})")
-    elif not (out["converged"] and other["converged"]):
-        out["converged"] = False
-        out["status"] = ("cross-check incomplete: contour " + out["status"] +
-                         "; second contour " + other["status"])
     return out, check
+
+
+ROUNDOFF_ULPS = 4
+"""The round-off floor of a Laurent coefficient's error, in units of the last place of the sum
+of its terms' moduli (:func:`_times_prefactor`)."""
 
 
 def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, err: np.ndarray,
                      hi: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The product of the prefactor series and the bare series ([K, M] values and errors)
     up to eps^hi: (values [K, J], errors [K, J], first order).  Errors add in absolute value
-    (the bare coefficients' errors are correlated: one integration)."""
+    (the bare coefficients' errors are correlated: one integration), and never fall below
+    the round-off of the sum, ``ROUNDOFF_ULPS`` units in the last place of the sum of its
+    terms' moduli (a bare error estimate can be far below the float64 resolution of its
+    value: a polynomial sector integrand is integrated exactly by the rule)."""
     first = pre_lo + lo
     J = hi - first + 1
     K = bare.shape[0]
     val = np.zeros((K, J), complex)
     er = np.zeros((K, J), complex)
+    size = np.zeros((K, J))
     for j in range(J):
         for ip, p in enumerate(pre):
             mb = j - ip
@@ -633,6 +642,11 @@ def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, er
                 er_re = abs(p.real) * err[:, mb].real + abs(p.imag) * err[:, mb].imag
                 er_im = abs(p.real) * err[:, mb].imag + abs(p.imag) * err[:, mb].real
                 er[:, j] += er_re + 1j * er_im
+                size[:, j] += abs(p) * np.abs(bare[:, mb])
+    floor = ROUNDOFF_ULPS * np.finfo(np.float64).eps * size
+    with np.errstate(invalid="ignore"):
+        er = (np.where(val.real != 0, np.maximum(er.real, floor), er.real)
+              + 1j * np.where(val.imag != 0, np.maximum(er.imag, floor), er.imag))
     return val, er, first
 
 
@@ -649,15 +663,23 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
     _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
     K = kin.shape[0]
     B = blocks(req)
-    regions = classify_points(si.F_exponents, si.F_coefficients(kin))
+    F_coefs = si.F_coefficients(kin)
+    regions = classify_points(si.F_exponents, F_coefs)
     bare = np.zeros((B, K, si.M), complex)
     berr = np.zeros((B, K, si.M), complex)
     ok = np.zeros(K, bool)
     status = [""] * K
+    # points on a one-loop Landau singularity (a massive normal threshold, which eps does
+    # not regulate) are not integrated: coefficients NaN, the status says why
+    landau = one_loop_landau_points(diagram.loops, diagram.variables, si.F_exponents, F_coefs)
+    for k, why in landau.items():
+        bare[:, k] = berr[:, k] = complex(np.nan, np.nan)
+        status[k] = why
     methods, lams, evaluations, checks = set(), {}, 0, {}
-    batches = [("real", [k for k in range(K) if regions[k].kind == "euclidean"]),
-               ("complex", [k for k in range(K) if regions[k].kind == "negative"])]
-    batches += [("deform", [k]) for k in range(K) if regions[k].kind == "physical"]
+    todo = [k for k in range(K) if k not in landau]
+    batches = [("real", [k for k in todo if regions[k].kind == "euclidean"]),
+               ("complex", [k for k in todo if regions[k].kind == "negative"])]
+    batches += [("deform", [k]) for k in todo if regions[k].kind == "physical"]
     for mode, idx in batches:
         if not idx:
             continue
@@ -765,7 +787,8 @@ def compute_series(problem, s, progress, t_start: float):
         diagram=diagram.name, kinematics={k: jsonable(v) for k, v in problem.kinematics.items()},
         settings=s.to_dict(), region=region if batched else region[0],
         info={"series": info if batched else info[0], "eps_order": order,
-              "point_converged": ok.tolist() if batched else None, "seconds_this_run": seconds,
+              "point_converged": ok.tolist() if batched else None,
+              "point_status": list(status) if batched else None, "seconds_this_run": seconds,
               **({"cross_check": "nothing to cross-check: no physical point (F has one sign "
                                  "on the integration domain at every point)"}
                  if s.cross_check and not any(i.get("cross_check") for i in info) else {})},

@@ -53,6 +53,7 @@ import sympy
 
 from . import precision as _precision
 from .diagram import Diagram
+from .errors import DiagramError
 from .engines import periodize
 from .maps import simplex_columns_from_cube
 
@@ -260,7 +261,12 @@ class Integrand:
         self.N = len(self.xs)
         self.ndim = self.N - 1
         if self.ndim < 1:
-            raise ValueError("a one-propagator integral has no integration variables left")
+            key = {"graph": "internal_lines", "propagators": "propagators"}.get(diagram.form, "U")
+            raise DiagramError(
+                "one propagator (a tadpole): its Feynman-parameter integral has no variables "
+                "to integrate, and loopint does not compute it; its closed form in this "
+                "normalization is (-1)^nu Gamma(nu - D/2)/Gamma(nu) (m^2)^(D/2 - nu) "
+                "(times Gamma(nu - D/2)'s Laurent series in eps for D = 4 - 2 eps)", key)
         self.symbols = tuple(diagram.kinematic_symbols)
         self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
         self.a = sympy.nsimplify(diagram.U_exponent)

@@ -313,6 +313,11 @@ def contour_domain(s: Settings, diagram: Diagram) -> str:
     return "decomposed" if has_blowups(diagram) else "sectors"
 
 
+PILOT_CANDIDATES = ("qmc", "cubature")
+"""The engines of ``method="pilot"`` (:class:`loopint.engines.Pilot`), in the order they are
+tried: the lattice first, which on smooth integrands converges within its pilot."""
+
+
 def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
                 bounded: bool = False, stop_on_nonfinite: bool = False) -> Engine:
     """The engine object with the options loopint uses for its integrands.
@@ -343,6 +348,9 @@ def make_engine(method: str, s: Settings, ndim: int, *, regulated: bool = False,
     (:mod:`loopint.engines.sharding`); with ``"all"`` under :mod:`jax.distributed`, over the
     devices of every process (the processes all run the same computation).
     """
+    if method == "pilot":
+        return engines.Pilot(tuple(make_engine(m, s, ndim, bounded=bounded)
+                                   for m in PILOT_CANDIDATES))
     opts: dict = {}
     if s.devices != "all":
         opts["devices"] = s.devices

@@ -39,9 +39,11 @@ _TABLES = {"diagram", "kinematics", "integration", "regulator", "reference"}
 class Settings:
     """How to compute.  Every field has a default chosen by the package.
 
-    method: engine ('auto' picks: iterated GK for one point of d <= 3 or the regulated
-        physical region (cubature there for multi-loop diagrams up to d = 6), cubature up to
-        d = 5 (and for several Euclidean points at once), qmc otherwise; the deformed contour: cubature up to d = 4, qmc otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
+    method: engine ('auto' picks: at Euclidean points iterated GK up to d = 2 (cubature for
+        several points at once), from d = 3 qmc or cubature by short pilot runs of both
+        (:class:`loopint.engines.Pilot`); in the regulated physical region iterated GK
+        (cubature for multi-loop diagrams up to d = 6); on the deformed contour cubature up
+        to d = 4, qmc otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
         max_evals: integrand evaluations allowed per integral; precision: 'float64' or
         'float32'; domain: simplex parametrization ('auto', 'sequential', 'sectors',
         'decomposed' (sector decomposition, :mod:`loopint.sectors`), 'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;

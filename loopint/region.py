@@ -259,6 +259,22 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tupl
     return out
 
 
+def one_loop_landau_points(loops: int, variables: Sequence, expo: np.ndarray,
+                           coefs: np.ndarray) -> dict[int, str]:
+    """The kinematic points (rows of ``coefs``) of a one-loop diagram that lie on a Landau
+    singularity of a reduced diagram (:func:`one_loop_landau_faces`), with their status
+    (:func:`landau_status`); none for more loops.  F has a double zero on the boundary of
+    the simplex there, where the contour's deformation vanishes and no engine's error
+    estimate sees the integrable singularity (dimensional regularization does not regulate
+    it either: the faces where F vanishes identically, which it does, are not reported)."""
+    expo = np.asarray(expo)
+    if loops != 1 or expo.size == 0 or set(expo.sum(axis=1)) != {2}:
+        return {}
+    faces = one_loop_landau_faces(expo, coefs)
+    return {k: landau_status(found, variables, len(variables))
+            for k, found in enumerate(faces) if found}
+
+
 def landau_status(faces: list[tuple], variables: Sequence, n_lines: int) -> str:
     """The status of a point at the Landau singularities ``faces`` (of
     :func:`one_loop_landau_faces`)."""

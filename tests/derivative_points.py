@@ -3,6 +3,8 @@
 * :func:`c0`: C0(0,0,s;m,m,m) in pySecDec's normalization, below and above threshold;
 * :func:`box`: the massless one-loop box with four off-shell legs in the Euclidean region,
   Phi^(1)(X, Y)/(S T) (Usyukina and Davydychev, Phys. Lett. B 298 (1993) 363);
+* :func:`ladder_phi`: their ladder functions Phi^(L)(x, y), of which the massless L-loop
+  ladder triangle is Phi^(L)(p1^2/p3^2, p2^2/p3^2)/(p3^2)^L;
 * :func:`diff`: a partial derivative of such a function at 40 digits (``mpmath.diff``).
 """
 
@@ -19,16 +21,25 @@ def c0(s, m):
     return (mpmath.log((1 + b) / (1 - b)) - 1j * mpmath.pi) ** 2 / (2 * s)
 
 
+def ladder_phi(L: int, x, y):
+    """Usyukina and Davydychev's ladder function Phi^(L)(x, y) (Phys. Lett. B 305 (1993) 136,
+    eq. (18)), with lambda = sqrt((1 - x - y)^2 - 4 x y) and rho = 2 / (1 - x - y + lambda):
+    real where lambda^2 < 0, or lambda > 0 and x + y < 1 (the branch of the polylogarithms
+    taken here)."""
+    lam = mpmath.sqrt((1 - x - y) ** 2 - 4 * x * y)
+    rho = 2 / (1 - x - y + lam)
+    total = 0
+    for j in range(L, 2 * L + 1):
+        total += ((-1) ** j * mpmath.factorial(j) * mpmath.log(y / x) ** (2 * L - j)
+                  / (mpmath.factorial(j - L) * mpmath.factorial(2 * L - j))
+                  * (mpmath.polylog(j, -1 / (rho * x)) - mpmath.polylog(j, -rho * y)))
+    return -total / (mpmath.factorial(L) * lam)
+
+
 def box(p1sq, p2sq, p3sq, p4sq, s, t):
     """The massless box with off-shell legs in the Euclidean region: Phi^(1)(X, Y)/(S T)."""
     P1, P2, P3, P4, S, T = -p1sq, -p2sq, -p3sq, -p4sq, -s, -t
-    x, y = P1 * P3 / (S * T), P2 * P4 / (S * T)
-    lam = mpmath.sqrt((1 - x - y) ** 2 - 4 * x * y)
-    rho = 2 / (1 - x - y + lam)
-    phi = (2 * (mpmath.polylog(2, -rho * x) + mpmath.polylog(2, -rho * y))
-           + mpmath.log(y / x) * mpmath.log((1 + rho * y) / (1 + rho * x))
-           + mpmath.log(rho * x) * mpmath.log(rho * y) + mpmath.pi ** 2 / 3) / lam
-    return phi / (S * T)
+    return ladder_phi(1, P1 * P3 / (S * T), P2 * P4 / (S * T)) / (S * T)
 
 
 def diff(f, point: dict, names: tuple) -> complex:

@@ -87,7 +87,7 @@ def test_scan_equals_single_runs(tmp_path):
     for row in rows:
         single = loopint.compute(prob, kinematics={"s": float(row["s"]), "m": 1.0}, rtol=1e-9)
         assert abs(float(row["re"]) - single.value.real) <= 1e-9 * abs(single.value)
-        assert row["converged"] == "True"
+        assert row["converged"] == "True" and row["status"] == "converged"
 
 
 def test_bench_quick_subset(tmp_path):

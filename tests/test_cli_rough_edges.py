@@ -200,6 +200,17 @@ def test_a_denominator_zero_at_the_kinematic_point(tmp_path, capsys):
     assert str(f) in err and "kinematics" in err and "divides by zero" in err and "m = 1.0" in err
 
 
+@pytest.mark.parametrize("dimension", ['3', '"4 - 2*eps"'])
+def test_a_tadpole_is_refused_with_its_closed_form(tmp_path, capsys, dimension):
+    f = tmp_path / "tadpole.toml"
+    f.write_text(f'[diagram]\ndimension = {dimension}\ninternal_lines = [["m", [1, 1]]]\n'
+                 'external_lines = []\n[kinematics]\nm = 1.3\n')
+    rc, stdout, err = run_main(capsys, "compute", f, "--json", tmp_path / "r.json")
+    assert rc == 2 and stdout == "" and one_line_error(err), err
+    assert f"{f}: internal_lines: one propagator (a tadpole)" in err
+    assert "Gamma(nu - D/2)" in err and not (tmp_path / "r.json").exists()
+
+
 def test_overflowing_coefficients_name_the_file_and_key(tmp_path, capsys):
     f = tmp_path / "big.toml"
     f.write_text(TRIANGLE.replace('"s/2"', '"s*s*s*s"').replace("s = 10.0", "s = 1e100"))

@@ -62,6 +62,20 @@ def test_below_threshold_delta_zero(triangle, s):
     assert abs(r.value - exact) <= 3 * abs(r.error) + 1e-15
 
 
+def test_a_diagram_file_is_computed_from_its_path(tmp_path):
+    path = tmp_path / "triangle.toml"
+    path.write_text('[diagram]\ndimension = 4\n'
+                    'internal_lines = [["m", [1, 2]], ["m", [2, 3]], ["m", [3, 1]]]\n'
+                    'external_lines = [["p1", 1], ["p2", 2], ["p3", 3]]\n'
+                    '[diagram.scalar_products]\n"p1*p1" = "0"\n"p2*p2" = "0"\n'
+                    '"p1*p2" = "s/2"\n[kinematics]\ns = 3.0\nm = 1.0\n')
+    by_path, by_str = compute(path, rtol=1e-8), compute(str(path), {"s": -1.0, "m": 1.0})
+    assert by_path.converged and abs(by_path.value - c0_exact(3.0)) <= 1e-8 * abs(c0_exact(3.0))
+    assert abs(by_str.value - c0_exact(-1.0)) <= 1e-6 * abs(c0_exact(-1.0))
+    with pytest.raises(TypeError, match="Problem, a Diagram or the path"):
+        compute(3.0)
+
+
 def test_above_threshold_delta_sequence(triangle):
     exact = c0_exact(10.0)
     r = compute(triangle, {"s": 10.0, "m": 1.0}, rtol=1e-6, contour="none")
@@ -239,6 +253,13 @@ def test_methods_that_disagree_are_never_converged():
     agree = dict(d, value=np.array([1.0 + 1.0j + 2e-8]))
     out = combine_physical(c, agree, 1, cross_check=True)
     assert out["converged"][0] and out["cross_check"][0]["sigmas"] < 5
+    # an unconverged delta sequence: its error is a lower bound, so far apart is incomplete
+    failed = dict(d, value=np.array([15.0 + 11.0j]), converged=np.array([False]),
+                  status=["extrapolation not converged: tolerance_not_met"])
+    out = combine_physical(c, failed, 1, cross_check=True)
+    assert not out["converged"][0] and out["cross_check"][0]["sigmas"] > 5
+    assert out["status"][0] == ("cross-check incomplete: contour converged; delta sequence "
+                                "extrapolation not converged: tolerance_not_met")
 
 
 def test_cross_check_of_a_euclidean_point_says_there_is_nothing_to_compare(triangle):

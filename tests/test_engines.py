@@ -71,10 +71,11 @@ def test_status_codes_follow_the_messages():
 def test_choose_method_is_the_one_automatic_choice():
     c = engines.choose_method
     assert [c(d) for d in (1, 7, 8)] == ["cubature", "cubature", "qmc"]
-    assert [c(d, "feynman") for d in (3, 4, 5, 6)] == ["iterated", "cubature", "cubature", "qmc"]
-    # several kinematic points as one vector integrand: cubature from one dimension on
-    assert [c(d, "feynman", points=2) for d in (1, 3, 5, 6)] == \
-        ["cubature", "cubature", "cubature", "qmc"]
+    # one Euclidean point: iterated up to 2 dimensions, then the pilots' choice
+    assert [c(d, "feynman") for d in (1, 2, 3, 6)] == ["iterated", "iterated", "pilot", "pilot"]
+    # several kinematic points as one vector integrand: cubature up to 2 dimensions
+    assert [c(d, "feynman", points=2) for d in (1, 2, 3, 6)] == \
+        ["cubature", "cubature", "pilot", "pilot"]
     assert c(4, "regulated") == "iterated" and c(6, "regulated", decomposed=True) == "cubature"
     assert c(7, "regulated", decomposed=True) == "iterated"
     assert [c(d, "contour") for d in (4, 5)] == ["cubature", "qmc"]

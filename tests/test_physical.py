@@ -180,6 +180,18 @@ def test_triangle_1d_against_equal_mass_closed_form(s):
         assert abs(pp.triangle_d4(*q, 1.0, 1.0, 1.0) - exact) <= 1e-13 * abs(exact)
 
 
+def test_triangle_1d_just_below_an_anomalous_threshold():
+    """Masses 1, p1^2 = p2^2 = 3 (anomalous threshold at p3^2 = 3), p3^2 = 2.997: two break
+    points of the outer integral lie close, where mpmath.quad needs more than its default
+    degree; the reference agrees with itself at 50 digits, and loopint with it."""
+    ref = pp.triangle_d4(3.0, 3.0, 2.997, 1.0, 1.0, 1.0)
+    assert abs(ref - pp.triangle_d4(3.0, 3.0, 2.997, 1.0, 1.0, 1.0, dps=50)) <= 1e-14 * abs(ref)
+    tri = loopint.Diagram.from_graph(**pp.DIAGRAMS["triangle"])
+    r = loopint.compute(tri, {"q1": 3.0, "q2": 3.0, "q3": 2.997, "ma": 1.0, "mb": 1.0,
+                              "mc": 1.0}, rtol=1e-8)
+    assert r.converged and abs(r.value - ref) <= 1e-8 * abs(ref)
+
+
 def test_sunrise_dispersion_against_bessel():
     """Below threshold the dispersive sunrise equals the position-space Bessel integral and
     the reference of diagrams/sunrise_2L_D2.toml."""

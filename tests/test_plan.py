@@ -22,7 +22,8 @@ from loopint.contour import ContourIntegrand
 from loopint.diagram import Diagram
 from loopint.engines.base import Box, Simplex
 from loopint.errors import SpecError
-from loopint.plan import (DELTA_RTOL_FACTOR, DELTA_RTOL_FACTOR_CUBATURE, LRU, DeltaSchedule,
+from loopint.plan import (DELTA_RTOL_FACTOR, DELTA_RTOL_FACTOR_CUBATURE, LRU, PILOT_CANDIDATES,
+                          DeltaSchedule,
                           RunPlan, contour_method, domain_for, engine_domain, has_blowups,
                           integrand, make_engine, method_for, physical_methods,
                           support_groups, verdict)
@@ -226,11 +227,15 @@ def test_method_for_auto_follows_choose_method(ndim, massless_triangle):
 
 
 def test_method_auto_matches_the_documented_policy(massless_triangle, below):
-    # Settings' docstring: iterated up to d = 3, cubature up to 5, qmc above; the regulated
-    # region iterated, cubature for decomposed sectors up to d = 6; contour cubature up to 4.
+    # Settings' docstring: iterated up to d = 2 (cubature for several points), the pilot's
+    # choice between lattices and cubature from d = 3; the regulated region iterated,
+    # cubature for decomposed sectors up to d = 6; contour cubature up to 4.
     s = settings()
-    assert [method_for(s, d, False) for d in (3, 4, 5, 6)] == \
-        ["iterated", "cubature", "cubature", "qmc"]
+    assert [method_for(s, d, False) for d in (1, 2, 3, 6)] == \
+        ["iterated", "iterated", "pilot", "pilot"]
+    assert [method_for(s, d, False, points=5) for d in (2, 3)] == ["cubature", "pilot"]
+    assert make_engine("pilot", s, 4).candidates == tuple(
+        make_engine(m, s, 4) for m in PILOT_CANDIDATES)
     assert method_for(s, 6, True, below.diagram) == "iterated"
     assert [method_for(s, d, True, massless_triangle) for d in (6, 7)] == ["cubature", "iterated"]
     assert [contour_method(s, d) for d in (4, 5)] == ["cubature", "qmc"]
@@ -450,7 +455,7 @@ def test_bare_atol_divides_out_the_prefactor():
     assert p.ndim == 6 and [r.kind for r in p.regions] == ["euclidean"]
     assert p.bare_atol == pytest.approx(5e-10, rel=1e-15)
     assert p.direct.atol == p.bare_atol and p.direct.rtol == 1e-8
-    assert p.direct.method == "qmc" and p.direct.domain == "decomposed"
+    assert p.direct.method == "pilot" and p.direct.domain == "decomposed"
     assert p.delta.method == "cubature"
     assert p.delta.atol == pytest.approx(1e-9 * DELTA_RTOL_FACTOR_CUBATURE / 2, rel=1e-15)
     assert p.schedule.atol == p.bare_atol

@@ -14,6 +14,7 @@ from .cubature import Cubature
 from .iterated import Iterated
 from .mc import MonteCarlo
 from .pagani import Pagani
+from .pilot import Pilot
 from .qmc import QuasiMonteCarlo
 
 ENGINES: dict[str, type[Engine]] = {
@@ -38,15 +39,15 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
     - ``"generic"`` (:func:`loopint.integrate`): Genz-Malik cubature up to 7 dimensions, where
       its degree-7 rule with 2^d + O(d^2) points per region stays affordable; randomized
       lattices above.
-    - ``"feynman"`` (a Feynman integrand at a Euclidean point or on a deformed contour): the
-      iterated engine up to 3 dimensions, cubature up to 5, lattices above.  At 6 dimensions
-      the seeds' Table 5.1 integral to rtol 1e-8 on a 2-core CPU takes 4.2e6 lattice
-      evaluations against 1e9 for cubature.  Several kinematic points at once (``points``
-      > 1, one vector integrand) go to cubature up to 5 dimensions: there the iterated
-      engine refines every inner integral for the hardest point and pays a host round trip
-      per level and step; on a 2-core CPU, 300 points of a one-loop triangle (2-D) and 100
-      of the massive box (3-D) at rtol 1e-6 and 1e-9 took 1.9-24 times longer by the
-      iterated engine (``python -m loopint.bench.scan_cases --direct``).
+    - ``"feynman"`` (a Feynman integrand at a Euclidean point): the iterated engine up to 2
+      dimensions; several kinematic points at once (``points`` > 1, one vector integrand)
+      there go to cubature: the iterated engine refines every inner integral for the
+      hardest point and pays a host round trip per level and step (on a 2-core CPU, 300
+      points of a one-loop triangle at rtol 1e-6 and 1e-9 took 1.9-24 times longer by it,
+      ``python -m loopint.bench.scan_cases --direct``).  From 3 dimensions on, ``"pilot"``:
+      lattices or cubature, whichever short runs of both project to need fewer
+      evaluations (:class:`~loopint.engines.pilot.Pilot`; lattices converge several times
+      faster on smooth integrands, cubature resolves scale hierarchies).
     - ``"regulated"`` (a term of the delta sequence, which cancels strongly near the Landau
       surface): the iterated engine with absolute inner tolerances, except over decomposed
       sectors (``decomposed=True``, a multi-loop diagram whose U or F vanishes inside the
@@ -61,8 +62,7 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
     if integrand == "generic":
         return "cubature" if ndim <= 7 else "qmc"
     if integrand == "feynman":
-        return ("iterated" if ndim <= 3 and points <= 1 else "cubature" if ndim <= 5
-                else "qmc")
+        return ("pilot" if ndim >= 3 else "iterated" if points <= 1 else "cubature")
     if integrand == "regulated":
         return "cubature" if decomposed and ndim <= 6 else "iterated"
     if integrand == "contour":
@@ -72,5 +72,5 @@ def choose_method(ndim: int, integrand: str = "generic", *, decomposed: bool = F
     raise ValueError(f"integrand must be one of {INTEGRANDS}, got {integrand!r}")
 
 
-__all__ = ["Box", "ENGINES", "Engine", "IntegrationResult", "METHODS", "Simplex", "Status",
-           "as_domain", "choose_method", "get"]
+__all__ = ["Box", "ENGINES", "Engine", "IntegrationResult", "METHODS", "Pilot", "Simplex",
+           "Status", "as_domain", "choose_method", "get"]

@@ -197,7 +197,10 @@ class Cubature(base.Engine):
     ``info`` has ``regions``, ``iterations``, ``nonfinite``, ``retired_regions``,
     ``capacity``, ``error_estimate`` (the estimate the result carries: "local", "global" or,
     per component, "mixed"), ``local_error`` (the sum of local errors at the end, (re, im)
-    parts as ``error``), ``sweeps`` and ``sweep_evaluations``.
+    parts as ``error``), ``sweeps``, ``sweep_evaluations`` and ``trace``: ``(evaluations,
+    excess)`` each time the evaluations have doubled, ``excess`` the largest sum of local
+    errors over its tolerance (the rate at which the run converges, for
+    :class:`~loopint.engines.pilot.Pilot`).
     """
 
     name: ClassVar[str] = METHOD
@@ -421,6 +424,7 @@ class _Run:
     retired_regions: int = 0
     total_value: np.ndarray | None = None
     total_error: np.ndarray | None = None
+    trace: list = dataclasses.field(default_factory=list)
 
     @classmethod
     def start(cls, engine: Cubature, problem: regions.RegionProblem, rtol: float, atol: float,
@@ -471,6 +475,10 @@ class _Run:
         self.progress.nonfinite += int(bad)
         self.total_value = np.asarray(total_value, np.float64)
         self.total_error = np.asarray(total_error, np.float64)
+        evaluations = self.progress.evaluations
+        if not self.trace or evaluations >= 2 * self.trace[-1][0]:
+            self.trace.append((int(evaluations), self.problem.excess(
+                self.total_value, self.total_error, self.rtol, self.atol)))
         return int(wanted)
 
     def _requested(self) -> float:
@@ -624,7 +632,8 @@ class _Run:
             stop, self.total_value, self.total_error, self.problem, self.rtol, self.atol)
         info = {"retired_regions": self.retired_regions, "error_estimate": estimate,
                 "local_error": base.complex_error(self.total_error, self.problem.integrand),
-                "sweeps": sw.count, "sweep_evaluations": int(sw.evaluations)}
+                "sweeps": sw.count, "sweep_evaluations": int(sw.evaluations),
+                "trace": self.trace}
         return regions.region_result(self.problem, p, method=METHOD, stop=stop,
                                      total_value=total_value, total_error=total_error, t0=t0,
                                      info=info)
