@@ -394,8 +394,11 @@ def _print_series(r) -> None:
     how = {"euclidean": "Euclidean region (F >= 0)", "negative": "F <= 0: the i0 phase",
            "physical": "physical region: contour deformation in the sectors "
                        f"({_lambda_range(info['lambda'])})"}[r.region]
-    print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
-          f"{info['sector_poles']} poles per sector; {how}")
+    if info["sectors"]:
+        print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
+              f"{info['sector_poles']} poles per sector; {how}")
+    else:
+        print(f"expansion   closed form (one propagator); {how}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
     print(_time_line(r))
 

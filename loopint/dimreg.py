@@ -735,9 +735,12 @@ def compute_series(problem, s, progress, t_start: float):
     diagram = problem.diagram
     batched = any(np.ndim(v) for v in problem.kinematics.values())
     order = 0 if s.eps_order is None else s.eps_order
+    if len(diagram.variables) == 1:
+        return _assemble_series(problem, s, [(np.arange(_n_kin(problem)),
+                                              _tadpole_group(diagram, problem, s, order))],
+                                order, batched, None, progress, t_start)
     probe = integrand(diagram, "simplex", "none", "float64")
     kin = probe.kinematics_array(problem.kinematics)
-    K = kin.shape[0]
     req = request(s.derivatives, s.derivative_order, probe.symbols)
     B = blocks(req)
     parts = []
@@ -748,6 +751,67 @@ def compute_series(problem, s, progress, t_start: float):
         red = reduced(diagram, probe, keep_U, keep_F, kin[idx])
         part = _series_group(red, kin[idx], s, order, None if why else req)
         parts.append((idx, part if why is None else _without_derivatives(part, B, why)))
+    return _assemble_series(problem, s, parts, order, batched, req, progress, t_start)
+
+
+def _n_kin(problem) -> int:
+    """Kinematic points of a problem (1 without arrays)."""
+    return max((np.size(v) for v in problem.kinematics.values() if np.ndim(v)), default=1)
+
+
+def _tadpole_group(diagram: Diagram, problem, s, order: int) -> dict:
+    """A one-propagator integral (a tadpole) in closed form, as :func:`_series_group` returns
+    a group: the delta function leaves x = 1, so the parametric integral is
+    U(1)^a (F(1) - i0)^(-b) with a and b linear in eps, and the series is the prefactor's
+    times exp(a log U(1) - b log(F(1) - i0)).  Exact up to round-off (error: the floor of
+    :func:`_times_prefactor`)."""
+    if s.derivatives:
+        raise DiagramError("derivatives of a one-propagator integral (a tadpole) are not "
+                           "available: differentiate its closed form", "derivatives")
+    (x,) = diagram.variables
+    syms = tuple(diagram.kinematic_symbols)
+    kin = kinematics_array(syms, problem.kinematics)
+    K = kin.shape[0]
+    U1 = sympy.expand(diagram.U.subs(x, 1))
+    F1 = sympy.expand(diagram.F.subs(x, 1))
+    by_name = {str(v): v for v in U1.free_symbols | F1.free_symbols}
+    a, b = sympy.expand(diagram.U_exponent), sympy.expand(diagram.F_exponent)
+    pre_lo, pre = prefactor_series(diagram, s.prefactor, order)
+    if order < pre_lo:
+        raise DiagramError(f"eps_order = {order} is below the leading pole: the series starts "
+                           f"at eps^{pre_lo} (give eps_order >= {pre_lo})", "eps_order")
+    M = order - pre_lo + 1
+    bare = np.zeros((K, M), complex)
+    region, status = [], ["converged"] * K
+    for k in range(K):
+        at = {by_name[n]: sympy.Float(kin[k, i], 30) for i, n in enumerate(syms)
+              if n in by_name}
+        u, f = complex(U1.subs(at)), complex(F1.subs(at))
+        region.append("euclidean" if f.real >= 0 else "negative")
+        if f == 0 or u == 0:
+            bare[k] = np.nan
+            status[k] = ("scaleless at this point (a massless tadpole): zero in dimensional "
+                         "regularization, not computed (value NaN)")
+            continue
+        log_u = sympy.log(sympy.Float(abs(u), 30))
+        log_f = sympy.log(sympy.Float(abs(f), 30)) - (sympy.I * sympy.pi if f.real < 0 else 0)
+        ser = sympy.expand(sympy.series(sympy.exp(a * log_u - b * log_f), EPS, 0, M).removeO())
+        bare[k] = [complex(sympy.N(ser.coeff(EPS, j), 20)) for j in range(M)]
+    val, err, first = _times_prefactor(pre_lo, pre, 0, bare, np.zeros_like(bare), order)
+    return {"value": val[None], "error": err[None], "first": first,
+            "converged": np.array([st == "converged" for st in status]), "status": status,
+            "region": region, "methods": {"closed form"}, "evaluations": 0,
+            "info": {"sectors": 0, "sector_poles": 0, "prefactor_leading_order": pre_lo,
+                     "lambda": {}, "variables": 0}}
+
+
+def _assemble_series(problem, s, parts: list, order: int, batched: bool, req, progress,
+                     t_start: float):
+    """The Result of a regulated integral from its groups of points (``parts``: ``[(indices,
+    group)]``, each group as :func:`_series_group` returns it)."""
+    diagram = problem.diagram
+    K = _n_kin(problem)
+    B = blocks(req)
     first = min(p["first"] for _, p in parts)
     J = order - first + 1
     val = np.zeros((B, K, J), complex)
@@ -810,6 +874,10 @@ def structure(diagram: Diagram, kinematics: Mapping[str, float] | None = None,
               eps_order: int = 0, convention: str = "pysecdec") -> str:
     """The pole structure of a regulated integral (``loopint show``): the sectors, the
     variables whose blow-ups carry poles, and the leading pole of the series."""
+    if len(diagram.variables) == 1:
+        pre_lo, _ = prefactor_series(diagram, convention, eps_order)
+        return (f"leading pole eps^{pre_lo} (one propagator: the prefactor's poles times a "
+                "closed form)")
     red, kin = _reduced_at(diagram, kinematics)
     pre_lo, _ = prefactor_series(red, convention, eps_order)
     si = series_integrand(red, eps_order - pre_lo)

@@ -264,9 +264,9 @@ class Integrand:
             key = {"graph": "internal_lines", "propagators": "propagators"}.get(diagram.form, "U")
             raise DiagramError(
                 "one propagator (a tadpole): its Feynman-parameter integral has no variables "
-                "to integrate, and loopint does not compute it; its closed form in this "
-                "normalization is (-1)^nu Gamma(nu - D/2)/Gamma(nu) (m^2)^(D/2 - nu) "
-                "(times Gamma(nu - D/2)'s Laurent series in eps for D = 4 - 2 eps)", key)
+                "to integrate; its closed form in this normalization is (-1)^nu "
+                "Gamma(nu - D/2)/Gamma(nu) (m^2)^(D/2 - nu), which loopint evaluates as a "
+                "Laurent series in eps (give dimension = \"4 - 2*eps\")", key)
         self.symbols = tuple(diagram.kinematic_symbols)
         self._sym_objs = tuple(sympy.Symbol(s, real=True) for s in self.symbols)
         self.a = sympy.nsimplify(diagram.U_exponent)

@@ -200,15 +200,15 @@ def test_a_denominator_zero_at_the_kinematic_point(tmp_path, capsys):
     assert str(f) in err and "kinematics" in err and "divides by zero" in err and "m = 1.0" in err
 
 
-@pytest.mark.parametrize("dimension", ['3', '"4 - 2*eps"'])
-def test_a_tadpole_is_refused_with_its_closed_form(tmp_path, capsys, dimension):
+def test_a_tadpole_in_fixed_dimension_is_refused_with_its_closed_form(tmp_path, capsys):
     f = tmp_path / "tadpole.toml"
-    f.write_text(f'[diagram]\ndimension = {dimension}\ninternal_lines = [["m", [1, 1]]]\n'
+    f.write_text('[diagram]\ndimension = 3\ninternal_lines = [["m", [1, 1]]]\n'
                  'external_lines = []\n[kinematics]\nm = 1.3\n')
     rc, stdout, err = run_main(capsys, "compute", f, "--json", tmp_path / "r.json")
     assert rc == 2 and stdout == "" and one_line_error(err), err
     assert f"{f}: internal_lines: one propagator (a tadpole)" in err
-    assert "Gamma(nu - D/2)" in err and not (tmp_path / "r.json").exists()
+    assert "Gamma(nu - D/2)" in err and "4 - 2*eps" in err
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_overflowing_coefficients_name_the_file_and_key(tmp_path, capsys):

@@ -260,6 +260,44 @@ def test_unregulated_divergence_is_refused():
         loopint.compute(d, {"s": -1.0}, eps_order=0)
 
 
+def laurent_quad(f, lo: int, hi: int) -> dict:
+    """The Laurent coefficients lo..hi of f at eps = 0 from the Taylor series of
+    eps^-lo f(eps) by contour integration (mpmath.taylor, method "quad": f is never called
+    at its pole)."""
+    with mp.workdps(30):
+        c = mp.taylor(lambda e: e ** (-lo) * f(e), 0, hi - lo, method="quad", radius=0.25)
+    return {lo + k: complex(v) for k, v in enumerate(c)}
+
+
+@pytest.mark.parametrize("scale", [1.0, 150.0])
+def test_tadpoles_in_closed_form(scale):
+    """One propagator of power nu in D = 4 - 2 eps: (-1)^nu Gamma(nu - D/2)/Gamma(nu)
+    (m^2)^(D/2 - nu), by mpmath, for nu = 1 and 2, two masses in one batch, and the bare
+    integral (m^2)^(D/2 - nu) with prefactor 'none'; exact to round-off."""
+    m = np.array([1.3, 0.2]) * scale
+    for nu in (1, 2):
+        d = loopint.Diagram.from_graph(internal_lines=[["m", [1, 1]]], external_lines=[],
+                                       dimension="4 - 2*eps", powers=[nu])
+        r = loopint.compute(d, {"m": m}, eps_order=2)
+        assert r.converged and r.method == "closed form" and r.evaluations == 0
+        bare = loopint.compute(d, {"m": m}, eps_order=1, prefactor="none")
+        for k, mk in enumerate(m):
+            m2 = mp.mpf(mk) ** 2
+            want = laurent_quad(lambda e: (-1) ** nu * mp.gamma(nu - 2 + e) / mp.gamma(nu)
+                                * m2 ** (2 - e - nu), 2 - nu - 1 if nu == 1 else -1, 2)
+            for j, w in want.items():
+                got, err = r.coefficients[j][k], r.coefficient_errors[j][k]
+                assert abs(got - w) <= 1e-13 * abs(w) + 1e-300 and abs(got - w) <= 3 * abs(err)
+            want = laurent_quad(lambda e: m2 ** (2 - e - nu), 0, 1)
+            for j, w in want.items():
+                assert abs(bare.coefficients[j][k] - w) <= 1e-13 * abs(w)
+    with pytest.raises(ValueError, match="scaleless"):      # m = 0 as a kinematic value
+        loopint.compute(d, {"m": 0.0})
+    r = loopint.compute(d, {"m": np.array([1.0, 0.0]) * scale})    # and as a point of a scan
+    assert r.info["point_converged"] == [True, False]
+    assert r.info["point_status"][1].startswith("scaleless") and np.isnan(r.coefficients[0][1])
+
+
 # ------------------------------------------------------------------------------- the CLI
 BOX_FILE = """
 [diagram]
