@@ -16,6 +16,7 @@ import pytest
 
 import loopint
 from loopint import engines
+from loopint.bench.pilot_cases import LADDER_TRIANGLE
 from loopint.engines import Box, IntegrationResult
 from loopint.engines.pilot import MIN_PILOT_EVALS, projected_evaluations
 from loopint.plan import PILOT_CANDIDATES
@@ -23,15 +24,6 @@ from loopint.plan import PILOT_CANDIDATES
 from derivative_points import ladder_phi
 
 PILOT = engines.Pilot(tuple(engines.get(m) for m in PILOT_CANDIDATES))
-
-# The massless two-loop ladder triangle, legs p1, p2 at the ends of the ladder, p3 at its
-# apex, p_i^2 = -P_i: Phi^(2)(P1/P3, P2/P3) / P3^2 in the pySecDec normalization.
-LADDER_TRIANGLE = dict(
-    internal_lines=[["0", [1, 2]], ["0", [2, 3]], ["0", [1, 4]], ["0", [4, 5]], ["0", [3, 5]],
-                    ["0", [2, 4]]],
-    external_lines=[["p1", 3], ["p2", 5], ["p3", 1]],
-    scalar_products={"p1*p1": "-P1", "p2*p2": "-P2", "p1*p2": "(P1 + P2 - P3)/2"})
-
 
 def _result(method, value, error, evaluations, converged=False, info=None):
     return IntegrationResult(value, error, converged, "converged" if converged else
@@ -105,7 +97,9 @@ def test_a_small_budget_runs_the_last_candidate_alone(max_evals):
 
 @pytest.mark.parametrize("scale", [1.0, 91.1876 ** 2])
 def test_two_loop_ladder_triangle_by_default(scale):
-    # 5-D, Euclidean: the lattice converges within its pilot run
+    # the massless two-loop ladder triangle of the benchmark, p_i^2 = -P_i (5-D, Euclidean):
+    # Phi^(2)(P1/P3, P2/P3) / P3^2 in the pySecDec normalization; the lattice converges
+    # within its pilot run
     d = loopint.Diagram.from_graph(**LADDER_TRIANGLE)
     P = {"P1": 3.0 * scale, "P2": 5.0 * scale, "P3": scale}
     with mpmath.workdps(30):
