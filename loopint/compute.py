@@ -80,7 +80,7 @@ def compute(target: Problem | Diagram | str | os.PathLike,
     """
     t_start = time.perf_counter()
     problem, s = _normalized(target, kinematics, settings, overrides)
-    n_points = _n_points(problem)
+    n_points = problem.n_points
     devices = parallel.local_devices(s.devices)     # also checks the setting here
     with compile_clock() as clock:
         if n_points > 1 and checkpoint is None and jax.process_count() > 1:
@@ -302,12 +302,6 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
     return info, d_out
 
 
-def _n_points(problem: Problem) -> int:
-    """Kinematic points of a problem (1 without arrays)."""
-    sizes = [np.size(v) for v in problem.kinematics.values() if np.ndim(v)]
-    return max(sizes, default=1)
-
-
 def _subproblem(problem: Problem, idx, s: Settings) -> Problem:
     """The problem at the points ``idx`` of a batch."""
     kin = {k: (np.asarray(v)[idx] if np.ndim(v) else v) for k, v in problem.kinematics.items()}
@@ -383,7 +377,7 @@ def _compute_processes(problem: Problem, s: Settings, progress, t_start) -> Resu
     if reported is not None:
         raise _share_error(reported)
     covered = sorted(k for e in every for k in e["points"])
-    if covered != list(range(_n_points(problem))):
+    if covered != list(range(problem.n_points)):
         raise RuntimeError("the processes of the run disagree on the shares of the scan's "
                            "points (each point must be computed by exactly one)")
     parts = [(e["points"], e["outcome"]) for e in every if e["points"]]
@@ -459,7 +453,7 @@ def _complex(pairs) -> np.ndarray:
 def _assembled(problem: Problem, s: Settings, parts: list, kind: str, t_start) -> Result:
     """One Result from the outcomes of shares of a batch (``parts``: ``[(indices,
     outcome)]``), in the points' order; ``info[kind]`` lists the shares."""
-    K = _n_points(problem)
+    K = problem.n_points
     value = np.zeros(K, complex)
     error = np.zeros(K, complex)
     ok = np.zeros(K, bool)

@@ -736,7 +736,7 @@ def compute_series(problem, s, progress, t_start: float):
     batched = any(np.ndim(v) for v in problem.kinematics.values())
     order = 0 if s.eps_order is None else s.eps_order
     if len(diagram.variables) == 1:
-        return _assemble_series(problem, s, [(np.arange(_n_kin(problem)),
+        return _assemble_series(problem, s, [(np.arange(problem.n_points),
                                               _tadpole_group(diagram, problem, s, order))],
                                 order, batched, None, progress, t_start)
     probe = integrand(diagram, "simplex", "none", "float64")
@@ -752,11 +752,6 @@ def compute_series(problem, s, progress, t_start: float):
         part = _series_group(red, kin[idx], s, order, None if why else req)
         parts.append((idx, part if why is None else _without_derivatives(part, B, why)))
     return _assemble_series(problem, s, parts, order, batched, req, progress, t_start)
-
-
-def _n_kin(problem) -> int:
-    """Kinematic points of a problem (1 without arrays)."""
-    return max((np.size(v) for v in problem.kinematics.values() if np.ndim(v)), default=1)
 
 
 def _tadpole_group(diagram: Diagram, problem, s, order: int) -> dict:
@@ -810,7 +805,7 @@ def _assemble_series(problem, s, parts: list, order: int, batched: bool, req, pr
     """The Result of a regulated integral from its groups of points (``parts``: ``[(indices,
     group)]``, each group as :func:`_series_group` returns it)."""
     diagram = problem.diagram
-    K = _n_kin(problem)
+    K = problem.n_points
     B = blocks(req)
     first = min(p["first"] for _, p in parts)
     J = order - first + 1

@@ -118,6 +118,11 @@ class Problem:
     reference: Reference | None = None
     path: str | None = None
 
+    @property
+    def n_points(self) -> int:
+        """Kinematic points (1 without arrays)."""
+        return max((np.size(v) for v in self.kinematics.values() if np.ndim(v)), default=1)
+
     def with_kinematics(self, **values) -> "Problem":
         kin = dict(self.kinematics)
         kin.update(values)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .compute import _assembled, _n_points, _normalized, _outcome, _subproblem, compute
+from .compute import _assembled, _normalized, _outcome, _subproblem, compute
 from .errors import SpecError
 from .io import jsonable
 from .problem import Problem
@@ -46,7 +46,7 @@ def scan(target, kinematics: Mapping[str, Any] | None = None, *, block: int = BL
     if int(block) < 1:
         raise ValueError(f"block must be >= 1, got {block!r}")
     problem, s = _normalized(target, kinematics, settings, overrides)
-    n = _n_points(problem)
+    n = problem.n_points
     if n == 1 or problem.diagram.regulated:
         if checkpoint is not None:
             raise SpecError("checkpoint: a scan checkpoint needs kinematic arrays of more than "

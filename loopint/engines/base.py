@@ -420,8 +420,14 @@ def real_tolerance_excess(values, errors, rtol: float, atol: float,
     """How far the errors are from :func:`real_tolerance_met`: the largest
     ``|error| / max(atol, rtol * |value|)`` over the user's components (<= 1 when met;
     ``inf`` where a component's target is 0 and its error is not, NaN for NaN errors)."""
-    v = np.abs(np.asarray(n.unpack(values)))
-    e = np.abs(_combine_error(n.unpack(errors)))
+    return tolerance_excess(n.unpack(values), n.unpack(errors), rtol, atol)
+
+
+def tolerance_excess(values, errors, rtol: float, atol: float) -> float:
+    """:func:`real_tolerance_excess` of values and errors in the user's form (complex
+    errors as (re, im) parts)."""
+    v = np.abs(np.asarray(values))
+    e = np.abs(_combine_error(errors))
     target = np.maximum(atol, rtol * v)
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(target > 0, e / np.where(target > 0, target, 1), np.where(e > 0, np.inf, 0))

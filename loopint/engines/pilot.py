@@ -4,10 +4,11 @@ No engine is the fastest on every Feynman integrand of three or more dimensions.
 lattices converge as ``n^-2`` or faster on a smooth integrand, where cubature's local errors
 fall slowly; cubature's bisection resolves a scale hierarchy (a mass of 10^-3 beside one of
 10^3), where a lattice's error stalls.  Measured on a 2-core CPU at Euclidean points
-(``python -m loopint.bench.pilot_cases``, the table in README.md): a two-loop triangle ladder
-with virtualities 10^-4 and 1 at rtol 1e-6 took 1.7e7 lattice evaluations, while cubature's
-own error estimate was still 1.5 % after 6.4e6; a one-loop box with masses 10^3 and 10^-3 at
-rtol 1e-8 took 1.5e7 cubature evaluations, while the lattice had not converged after 2.7e8.
+(``python -m loopint.bench.pilot_cases --max-evals 2e7``, the table in README.md): a two-loop
+triangle ladder with virtualities 10^-4 and 1 at rtol 1e-6 took 1.7e7 lattice evaluations,
+while cubature had not converged after 2e7; a one-loop box with masses 10^3 and 10^-3 at rtol
+1e-8 took 1.5e7 evaluations by the pilot's choice, cubature, while the lattice had not
+converged after 1.7e7.
 
 :class:`Pilot` runs its first candidate with ``pilot_evals`` evaluations.  Converged: that is
 the result.  Otherwise it projects the evaluations that candidate needs from the rate at which
@@ -40,18 +41,6 @@ MIN_RATE, MAX_RATE = 0.5, 4.0
 MIN_PILOT_EVALS = 2**15
 
 
-def _excess(value, error, rtol: float, atol: float) -> float:
-    """The largest ``|error| / max(atol, rtol |value|)`` over the components of a result in
-    the user's form (complex errors as (re, im) parts)."""
-    v = np.abs(np.asarray(value))
-    e = np.asarray(error)
-    e = np.hypot(e.real, e.imag) if np.iscomplexobj(e) else np.abs(e)
-    target = np.maximum(atol, rtol * v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(target > 0, e / np.where(target > 0, target, 1), np.where(e > 0, np.inf, 0))
-    return float(np.max(q)) if q.size else 0.0
-
-
 def _rate(points: list[tuple[float, float]]) -> float:
     """The least-squares slope ``a`` of ``log excess = c - a log n`` over ``points``
     ``(n, excess)``, clipped to ``[MIN_RATE, MAX_RATE]``; ``MIN_RATE`` with fewer than two
@@ -77,15 +66,16 @@ def projected_evaluations(r: base.IntegrationResult, rtol: float, atol: float) -
         return float(r.evaluations)
     if r.info.get("nonfinite") or not np.all(np.isfinite(np.asarray(r.error))):
         return math.inf
-    excess = _excess(r.value, r.error, rtol, atol)
+    excess = base.tolerance_excess(r.value, r.error, rtol, atol)
     if r.method == "qmc":
-        levels = [(n, q, _excess(v, e, rtol, atol)) for n, q, v, e in r.info["history"]]
+        levels = [(n, q, base.tolerance_excess(v, e, rtol, atol))
+                  for n, q, v, e in r.info["history"]]
         n, q, _ = levels[-1]
         rate = _rate([(n_, x) for n_, _, x in levels[-3:]])
         return 2.0 * q * n * excess ** (1.0 / rate)
     if r.method == "cubature":
         trace = list(r.info.get("trace", []))[-3:]
-        local = _excess(r.value, r.info.get("local_error", r.error), rtol, atol)
+        local = base.tolerance_excess(r.value, r.info.get("local_error", r.error), rtol, atol)
         rate = _rate(trace + [(r.evaluations, local)])
         return r.evaluations * excess ** (1.0 / rate)
     return math.inf
