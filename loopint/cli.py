@@ -572,6 +572,14 @@ def cmd_scan(a) -> int:
     if a.block < 1:
         raise _UsageError(f"--block {a.block}: must be at least 1")
     checkpoint = _checkpoint(a, a.csv or a.json, "--csv OUT or --json OUT")
+    # a single point, and an epsilon expansion, are computed in one call (loopint.scan): the
+    # output is written at the end, and there is nothing to resume
+    if checkpoint and (mesh[0].size == 1 or p.diagram.regulated):
+        if a.resume:
+            what = "one point" if mesh[0].size == 1 else "an epsilon expansion"
+            raise _UsageError(f"--resume: a scan of {what} runs in one call and keeps no "
+                              "checkpoint; run it again without --resume")
+        checkpoint = None
     r = _compute(a, p, run=scan, kinematics=kin, block=a.block, checkpoint=checkpoint,
                  resume=a.resume)
     vals = np.atleast_1d(r.value)
@@ -583,6 +591,11 @@ def cmd_scan(a) -> int:
         row = {n: float(kin[n][i]) for n in names}
         row.update(re=vals[i].real, im=vals[i].imag, err_re=abs(errs[i].real),
                    err_im=abs(errs[i].imag))
+        for j, c in (r.coefficients or {}).items():     # an epsilon expansion's orders
+            v, e = np.atleast_1d(c)[i], np.atleast_1d(r.coefficient_errors[j])[i]
+            key = f"eps^{j}"
+            row.update({f"{key}_re": v.real, f"{key}_im": v.imag, f"{key}_err_re": abs(e.real),
+                        f"{key}_err_im": abs(e.imag)})
         for label, d in (r.derivatives or {}).items():
             v, e = np.atleast_1d(d.value)[i], np.atleast_1d(d.error)[i]
             key = f"d({label})"

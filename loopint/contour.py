@@ -524,12 +524,13 @@ def _next_start(stage, n_last: int | None) -> int | None:
     """The first QMC level for the next point of a scan: a quarter of the last level of the
     previous point (``n_last``, None where it did not converge).  Neighbouring points of a
     scan need similar levels, and the levels below are host round trips that cost more than
-    their evaluations; on an embedded lattice sequence a run started at level 2^m evaluates
-    exactly the points (and gives the estimate, to rounding) of one that climbed to it, so the
-    hint costs nothing for a point that gets there anyway, and one that would have stopped
-    sooner pays for the hint's level instead of its own.  None (the engine's own start) for
-    other engines and lattices."""
-    if stage.method != "qmc" or stage.engine.lattice != "embedded" or not n_last:
+    their evaluations.  A prime level is a rule of its own, so a run started there has the
+    accuracy of one that climbed to it (with other shifts); on an embedded lattice sequence
+    it evaluates exactly the points (and gives the estimate, to rounding) of one that climbed
+    to it.  Either way the hint costs nothing for a point that gets there anyway, and one that
+    would have stopped sooner pays for the hint's level instead of its own.  None (the
+    engine's own start) for other engines."""
+    if stage.method != "qmc" or not n_last:
         return None
     return max(int(stage.engine.n_start), int(n_last) // 4)
 

@@ -1,12 +1,15 @@
 """JSON for results and checkpoints: plain JSON types from numpy/JAX values, atomic writes.
 
 Complex numbers (and complex arrays) become ``[re, im]`` pairs (arrays: a trailing axis of
-length 2); numpy scalars and arrays become Python numbers and lists.
+length 2); numpy scalars and arrays become Python numbers and lists.  Files are strict JSON:
+NaN and infinities (a point at a threshold, a scaleless point) are written as ``null``, which
+:func:`complex_array` reads back as NaN.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -41,14 +44,29 @@ def _is_jax_array(x) -> bool:
     return jax is not None and isinstance(x, jax.Array)
 
 
+def finite_or_null(x: Any) -> Any:
+    """Plain JSON types (:func:`jsonable` output) with every non-finite float replaced by None:
+    JSON has no NaN or infinity, and strict parsers (JavaScript's ``JSON.parse``, Python's
+    with ``parse_constant``) refuse the tokens ``NaN`` and ``Infinity``."""
+    if isinstance(x, dict):
+        return {k: finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [finite_or_null(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def write_json_atomic(path: str, obj: Any) -> None:
-    """Write ``obj`` as JSON (:func:`jsonable`) to ``path`` atomically
-    (:func:`loopint.files.write_atomic`: a temporary file in the same folder, synced, then
-    renamed; mode ``0o666 & ~umask``)."""
-    write_text_atomic(path, json.dumps(jsonable(obj), indent=1), fsync=True)
+    """Write ``obj`` as strict JSON (:func:`jsonable`, :func:`finite_or_null`) to ``path``
+    atomically (:func:`loopint.files.write_atomic`: a temporary file in the same folder,
+    synced, then renamed; mode ``0o666 & ~umask``)."""
+    text = json.dumps(finite_or_null(jsonable(obj)), indent=1, allow_nan=False)
+    write_text_atomic(path, text, fsync=True)
 
 
 def complex_array(x) -> np.ndarray:
-    """The complex array written by :func:`jsonable` (``[..., 2]`` pairs) read back."""
+    """The complex array written by :func:`jsonable` (``[..., 2]`` pairs) read back; None
+    (a non-finite value, :func:`finite_or_null`) becomes NaN."""
     a = np.asarray(x, dtype=float)
     return a[..., 0] + 1j * a[..., 1]

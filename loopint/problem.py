@@ -8,6 +8,7 @@ A :class:`Problem` is what ``loopint compute FILE`` and :func:`loopint.compute` 
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,7 +47,9 @@ class Settings:
         to d = 4, qmc otherwise); rtol/atol: requested accuracy of the final (extrapolated) value;
         max_evals: integrand evaluations allowed per integral; precision: 'float64' or
         'float32'; domain: simplex parametrization ('auto', 'sequential', 'sectors',
-        'decomposed' (sector decomposition, :mod:`loopint.sectors`), 'simplex'); transform: boundary transform of cube domains; seed: random seed for mc/qmc;
+        'decomposed' (sector decomposition, :mod:`loopint.sectors`), 'simplex'); transform: boundary
+        transform of cube domains ('auto': :func:`loopint.plan.cube_transform`, or a name of
+        :mod:`loopint.spec.transform`); seed: random seed for mc/qmc;
         prefactor: 'pysecdec' (the normalization in :mod:`loopint.diagram`) or 'none' (bare integral).
     Regulator (DCM, seed 000 section 4.4): delta 'auto' (0 when Euclidean, else the sequence),
         a number delta0 to force the sequence start, or 0 to force delta = 0;
@@ -78,7 +81,7 @@ class Settings:
     max_evals: int = 10**9          # as loopint.engines.base.DEFAULT_MAX_EVALS
     precision: str = "float64"
     domain: str = "auto"
-    transform: str = "none"
+    transform: str = "auto"
     seed: int = 0
     prefactor: str = "pysecdec"
     delta: Any = "auto"
@@ -174,9 +177,10 @@ def validate_settings(d: Mapping[str, Any], path: str | None = None) -> Settings
     if not isinstance(s["transform"], str):
         raise _err(path, "transform", f"must be a name, got {s['transform']!r}")
     try:
-        parse_transform(s["transform"])
+        if s["transform"] != "auto":
+            parse_transform(s["transform"])
     except ValueError as e:
-        raise _err(path, "transform", str(e)) from None
+        raise _err(path, "transform", f"{e}, or auto (the default)") from None
     if s["delta"] != "auto":
         s["delta"] = _number(s["delta"], path, "delta", positive=True)
     s["delta_q"] = _number(s["delta_q"], path, "delta_q", positive=True)
@@ -258,6 +262,10 @@ def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None
             if not np.all(np.isfinite(a)):
                 raise _err(where, key, "values must be finite (no NaN or inf)")
             out[k] = a
+        elif isinstance(v, (complex, np.complexfloating)) or (
+                isinstance(v, str) and re.search(r"\b(i|I|j)\b|\d[ij]\b", v)):
+            raise _err(where, key, f"must be a real number, got {v!r}: complex masses and "
+                       "invariants (a width, m^2 - i m Gamma) are not supported")
         else:
             out[k] = _number(v, where, key)
         if k in diagram.mass_symbols and np.any(np.asarray(out[k]) < 0):

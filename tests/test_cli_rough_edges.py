@@ -343,3 +343,63 @@ def test_a_long_single_stage_writes_a_heartbeat_when_piped():
     with _Progress(True, label="slow", stream=quiet, heartbeat=0.1):
         _time.sleep(0.3)
     assert quiet.getvalue() == ""
+
+
+def _strict_json(path):
+    """``path`` parsed as strict JSON: the tokens NaN and Infinity are refused."""
+    def refuse(token):
+        raise ValueError(f"{path}: non-JSON token {token}")
+    return json.loads(Path(path).read_text(), parse_constant=refuse)
+
+
+def test_outputs_at_a_threshold_are_strict_json(tmp_path, capsys):
+    """A point on a threshold is NaN with a threshold status; its value is written as null
+    (JSON has no NaN), in `compute --json` and in a scan's JSON, and the CSV says why."""
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace("s = 10.0", "s = 4.0"))
+    rc, _, _ = run_main(capsys, "compute", f, "--json", tmp_path / "r.json")
+    d = _strict_json(tmp_path / "r.json")
+    assert rc == 1 and d["value"] == [None, None] and d["status"].startswith("threshold:")
+    rc, _, _ = run_main(capsys, "scan", f, "--param", "s=3:4:2", "--quiet",
+                        "--json", tmp_path / "s.json", "--csv", tmp_path / "s.csv")
+    d = _strict_json(tmp_path / "s.json")
+    assert rc == 1 and [p["re"] for p in d["points"]][1] is None
+    assert d["points"][0]["converged"] and d["points"][1]["status"].startswith("threshold:")
+    assert "threshold:" in (tmp_path / "s.csv").read_text().splitlines()[2]
+
+
+def test_scans_of_one_point_and_of_an_epsilon_expansion_write_their_files(tmp_path, capsys):
+    """A one-point scan and the scan of a dimensionally regulated bubble write CSV and JSON
+    (one call each, no checkpoint); the bubble's rows carry every Laurent coefficient, its
+    pole 1 (B0's UV pole, prefactor pysecdec) at each point; --resume is refused for both."""
+    f = tmp_path / "bub.toml"
+    f.write_text('[diagram]\nname = "bub"\ndimension = "4 - 2*eps"\n'
+                 'internal_lines = [["m", [1, 2]], ["m", [2, 1]]]\n'
+                 'external_lines = [["p", 1], ["q", 2]]\n'
+                 '[diagram.scalar_products]\n"p*p" = "s"\n[kinematics]\ns = -1.0\nm = 1.0\n')
+    rc, _, err = run_main(capsys, "scan", f, "--param", "s=-2:-1:2", "--quiet",
+                          "--csv", tmp_path / "b.csv", "--json", tmp_path / "b.json")
+    assert rc == 0, err
+    rows = (tmp_path / "b.csv").read_text().splitlines()
+    head = rows[0].split(",")
+    assert len(rows) == 3 and "eps^-1_re" in head and "eps^0_err_re" in head
+    for line in rows[1:]:
+        assert float(line.split(",")[head.index("eps^-1_re")]) == pytest.approx(1.0, abs=1e-8)
+    assert len(_strict_json(tmp_path / "b.json")["points"]) == 2
+    tri = tmp_path / "tri.toml"
+    tri.write_text(TRIANGLE)
+    rc, _, err = run_main(capsys, "scan", tri, "--param", "s=3:3:1", "--quiet",
+                          "--csv", tmp_path / "one.csv")
+    assert rc == 0 and len((tmp_path / "one.csv").read_text().splitlines()) == 2, err
+    for target, param in ((f, "s=-2:-1:2"), (tri, "s=3:3:1")):
+        rc, _, err = run_main(capsys, "scan", target, "--param", param, "--quiet",
+                              "--csv", tmp_path / "x.csv", "--resume")
+        assert rc == 2 and one_line_error(err) and "keeps no checkpoint" in err, err
+
+
+def test_complex_kinematics_are_refused_as_such(tmp_path, capsys):
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace("m = 1.0", 'm = "1 - 0.05*i"'))
+    rc, stdout, err = run_main(capsys, "compute", f)
+    assert rc == 2 and stdout == "" and one_line_error(err), err
+    assert f"{f}: kinematics.m: must be a real number" in err and "width" in err

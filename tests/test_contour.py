@@ -201,9 +201,9 @@ def test_a_physical_scan_is_batched_and_a_hard_point_gets_a_larger_budget(monkey
 
 def test_expensive_scan_points_start_at_their_neighbours_level(monkeypatch):
     """Two-loop physical points too expensive to batch (here: every point, by a batching
-    bound of 0 evaluations) run one by one, each later one starting its embedded QMC
-    sequence at a quarter of the previous point's last level: the same value (to rounding)
-    and the same evaluations as each point alone, and the later runs have fewer levels."""
+    bound of 0 evaluations) run one by one, each later one starting its QMC ladder at a
+    quarter of the previous point's last level: the later run has fewer levels, and each
+    value agrees with the point computed alone within their estimates."""
     from loopint import contour
     monkeypatch.setattr(contour, "BATCH_MAX_EVALS", 0)
     p = load(os.path.join(DIAGRAMS, "ladder_vertex_2L_k1.toml"))
@@ -223,9 +223,9 @@ def test_expensive_scan_points_start_at_their_neighbours_level(monkeypatch):
         contour._ContourPoints.one = one
     assert r.converged and levels[0][0] is None and levels[1][0] == levels[0][1] // 4
     alone = [loopint.compute(p, {**fixed, "k2": k}, rtol=1e-3) for k in ks]
-    assert r.evaluations == sum(a.evaluations for a in alone)
-    np.testing.assert_allclose(r.value, [a.value for a in alone], rtol=1e-12)
-    np.testing.assert_allclose(np.abs(r.error), [abs(a.error) for a in alone], rtol=1e-9)
+    assert r.evaluations < sum(a.evaluations for a in alone)
+    for v, e, a in zip(r.value, r.error, alone):
+        assert abs(v - a.value) <= 3 * (abs(e) + abs(a.error))
 
 
 # ----------------------------------------------------------- the contour on decomposed sectors

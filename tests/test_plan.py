@@ -440,9 +440,27 @@ def test_delta_terms_by_cubature_get_the_cubature_factor():
     assert dl.rtol == pytest.approx(rtol * DELTA_RTOL_FACTOR_CUBATURE, rel=1e-15)
     assert dl.engine.estimate_for(5) == "global" and dl.engine.boundary_check is False
     assert p.contour.method == "qmc" and p.contour.engine.seed == prob.settings.seed
-    assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("embedded", "korobov3")
+    assert (p.contour.engine.lattice, p.contour.engine.periodize) == ("cbc", "korobov3")
     assert p.contour.domain == p.contour.integrand.domain == "decomposed"
     assert plan_at(prob, prob.settings.updated(domain="sectors")).contour.domain == "sectors"
+
+
+def test_boundary_transforms_by_stage():
+    """transform "auto": Sidi's map on the deformed contour for cubature (the triangle above
+    threshold), none for its lattices (the ladder's contour) and for the delta terms; a named
+    transform is used everywhere it is given."""
+    tri = problem("triangle_above_threshold")
+    p = plan_at(tri)
+    assert p.contour.method == "cubature"
+    assert p.contour.integrand.transform.name == plan.CONTOUR_TRANSFORM == "sidi2"
+    assert p.delta.integrand.transform.name == "none"
+    lad = plan_at(problem("ladder_vertex_2L_k5"))
+    assert lad.contour.method == "qmc" and lad.contour.integrand.transform.name == "none"
+    named = plan_at(tri, tri.settings.updated(transform="korobov2"))
+    assert named.contour.integrand.transform.name == "korobov2"
+    assert plan_at(tri, tri.settings.updated(transform="none")).contour.integrand.transform.name == "none"
+    with pytest.raises(SpecError, match="or auto"):
+        settings(transform="sidey")
 
 
 def test_bare_atol_divides_out_the_prefactor():

@@ -19,7 +19,8 @@ with contour deformation at a physical point, tools/make_physical_references.py)
     python tools/pysecdec_side_by_side.py --pysecdec-python /work/pysecdec-venv/bin/python \\
         --workdir /tmp/psd-side D0_eucl:1e-8 V2P_eucl:1e-5 diagrams/ladder_vertex_2L_k1.toml:1e-6
 
-prints a Markdown table (and ``--json FILE`` writes the rows).
+prints a Markdown table (and ``--json FILE`` writes the rows).  Without ``--pysecdec-python``
+only loopint's columns are measured (pySecDec's do not change with loopint's code).
 """
 
 from __future__ import annotations
@@ -137,7 +138,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cases", nargs="+",
                     help="NAME:RTOL (a case of tests/dimreg_points.py or a diagram file)")
-    ap.add_argument("--pysecdec-python", required=True)
+    ap.add_argument("--pysecdec-python",
+                    help="pySecDec's Python (without it, loopint's columns alone)")
     ap.add_argument("--workdir", help="pySecDec's work folder (default: a new temporary one)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--wall", type=int, default=1800, help="pySecDec's wall-clock limit (s)")
@@ -146,8 +148,9 @@ def main(argv=None) -> int:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     import dimreg_points as P
 
-    workdir = a.workdir or tempfile.mkdtemp(prefix="psd-side-")
-    os.makedirs(workdir, exist_ok=True)
+    workdir = a.workdir or (tempfile.mkdtemp(prefix="psd-side-") if a.pysecdec_python else "")
+    if workdir:
+        os.makedirs(workdir, exist_ok=True)
     env = dict(os.environ, LOOPINT_CACHE_DIR="",
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     rows = []
@@ -160,7 +163,7 @@ def main(argv=None) -> int:
                 ref = {0: complex(*tomllib.load(fh)["reference"]["value"])}
             # pySecDec deforms the contour only where loopint's region test says it must
             contour = _physical(path)
-            psd = _run_job(a.pysecdec_python, PYSECDEC_FILE_JOB.format(
+            psd = a.pysecdec_python and _run_job(a.pysecdec_python, PYSECDEC_FILE_JOB.format(
                 tools=HERE, path=path, rtol=rtol, wall=a.wall, workdir=workdir, jobs=a.jobs,
                 contour=contour))
             li = _run_job(sys.executable, LOOPINT_FILE_JOB.format(path=path, rtol=rtol),
@@ -169,14 +172,15 @@ def main(argv=None) -> int:
         else:
             case = P.CASES_BY_NAME[name]
             ref, _, _ = P.reference(case)
-            psd = _run_job(a.pysecdec_python, PYSECDEC_JOB.format(
+            psd = a.pysecdec_python and _run_job(a.pysecdec_python, PYSECDEC_JOB.format(
                 tools=HERE, name=name, rtol=rtol, wall=a.wall, workdir=workdir, jobs=a.jobs))
             li = _run_job(sys.executable, LOOPINT_JOB.format(
                 tests=os.path.join(ROOT, "tests"), name=name, rtol=rtol), env=env)
+        nan = float("nan")
         row = {"case": name, "rtol": rtol,
-               "pysecdec_generate_s": psd["generate_seconds"],
-               "pysecdec_integrate_s": psd["seconds"],
-               "pysecdec_true_error": _true_error(psd["coefficients"], ref),
+               "pysecdec_generate_s": psd["generate_seconds"] if psd else nan,
+               "pysecdec_integrate_s": psd["seconds"] if psd else nan,
+               "pysecdec_true_error": _true_error(psd["coefficients"], ref) if psd else nan,
                "loopint_cold_s": li["cold"], "loopint_warm_s": li["warm"],
                "loopint_import_s": li["import"], "loopint_method": li["method"],
                "loopint_converged": li["converged"],
@@ -194,7 +198,8 @@ def main(argv=None) -> int:
     if a.json:
         tmp = a.json + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump([{k: None if v != v else v for k, v in r.items()} for r in rows], f,
+                      indent=1)
         os.replace(tmp, a.json)
     return 0
 

@@ -33,10 +33,10 @@ the package's table: the same rules on every device; past ``2^28``, shifts are p
 level ``m`` evaluates only its new points (the odd ``k``) under the first level's shifts and
 averages them with level ``m - 1``, so a run that stops at ``2^m`` points
 has cost ``q 2^m`` instead of about ``2 q 2^m``.  Balancing 19 levels, its rules have up to
-about twice the ``e^2`` of the rule built for each level alone.  The deformed contour uses it
-(:data:`loopint.plan.CONTOUR_QMC`: its two-loop integrands converge several levels sooner
-with it at tight tolerances); elsewhere the prime ladder stays the default, level for level
-the better rules.  Past the top of the ladder
+about twice the ``e^2`` of the rule built for each level alone, and its levels share their
+shifts and their points: a term of the error that the rule of ``2^m`` points does not resolve
+is there, with the same value, on every smaller level too (:data:`loopint.plan.CONTOUR_QMC`).
+The prime ladder is the default everywhere.  Past the top of the ladder
 (``max_log2``), more shifts are added at the largest ``n`` instead (the error then falls as
 ``q^(-1/2)`` only).
 
