@@ -398,7 +398,7 @@ def _print_series(r) -> None:
         print(f"expansion   sector decomposition, {info['sectors']} sectors, up to "
               f"{info['sector_poles']} poles per sector; {how}")
     else:
-        print(f"expansion   closed form (one propagator); {how}")
+        print(f"expansion   closed form (one-propagator loops); {how}")
     print(f"method      {r.method}   prefactor {r.prefactor}   device {r.device}")
     print(_time_line(r))
 

@@ -139,6 +139,22 @@ class Diagram:
         den = sympy.Mul(*[sympy.gamma(p) for p in self.powers])
         return sympy.simplify(sympy.Integer(-1) ** self.nu * sympy.gamma(self.F_exponent) / den)
 
+    def tadpole_masses(self) -> list | None:
+        """For a product of one-propagator loops (tadpoles: as many lines as loops and
+        U = x_1 ... x_N, each loop momentum in one propagator alone), the squared mass of
+        each factor, F / U = sum_i m_i^2 x_i: ``[m_1^2, ...]`` as sympy expressions of the
+        kinematic symbols.  None for any other diagram.  Such an integral is a product of
+        Gamma functions, prod_i (-1)^nu_i Gamma(nu_i - D/2) / Gamma(nu_i) (m_i^2)^(D/2 - nu_i)
+        in this normalization (each loop's measure d^Dk / (i pi^(D/2)))."""
+        xs = list(self.variables)
+        if not xs or self.N != self.loops or sympy.expand(self.U - sympy.Mul(*xs)) != 0:
+            return None
+        ratio = sympy.cancel(self.F / self.U)
+        masses = [sympy.expand(ratio).coeff(x) for x in xs]
+        if sympy.expand(ratio - sum(m * x for m, x in zip(masses, xs))) != 0:
+            return None
+        return masses
+
     def integrand(self):
         """prod x^(nu-1) U^a / F^b as a sympy expression (for inspection and tests)."""
         mono = sympy.Mul(*[x ** (p - 1) for x, p in zip(self.variables, self.powers)])
@@ -165,6 +181,13 @@ class Diagram:
             raise DiagramError(
                 "scaleless integral: the Newton polytope of U + F is degenerate "
                 "(it vanishes in dimensional regularization); nothing to compute")
+        if self.N > 1 and not self.regulated and self.tadpole_masses() is not None:
+            key = {"graph": "internal_lines", "propagators": "propagators"}.get(self.form, "U")
+            raise DiagramError(
+                f"a product of {self.N} one-propagator loops (tadpoles): its parametric "
+                "integral factorizes into Gamma functions, prod_i (-1)^nu_i Gamma(nu_i - D/2)/"
+                "Gamma(nu_i) (m_i^2)^(D/2 - nu_i) in this normalization, which loopint "
+                "evaluates as a Laurent series in eps (give dimension = \"4 - 2*eps\")", key)
         b = self.F_exponent
         if b.is_Integer and b <= 0:
             raise DiagramError(

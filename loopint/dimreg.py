@@ -48,6 +48,7 @@ symbolically:
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -735,7 +736,7 @@ def compute_series(problem, s, progress, t_start: float):
     diagram = problem.diagram
     batched = any(np.ndim(v) for v in problem.kinematics.values())
     order = 0 if s.eps_order is None else s.eps_order
-    if len(diagram.variables) == 1:
+    if diagram.tadpole_masses() is not None:
         return _assemble_series(problem, s, [(np.arange(problem.n_points),
                                               _tadpole_group(diagram, problem, s, order))],
                                 order, batched, None, progress, t_start)
@@ -754,45 +755,68 @@ def compute_series(problem, s, progress, t_start: float):
     return _assemble_series(problem, s, parts, order, batched, req, progress, t_start)
 
 
+def _tadpole_gammas(diagram: Diagram):
+    """For a product of tadpoles (:meth:`Diagram.tadpole_masses`): the Gamma functions of its
+    closed form over pySecDec's prefactor, prod_i Gamma(nu_i - D/2) / Gamma(nu - L D/2) (the
+    signs (-1)^nu cancel), and the leading order of their series in eps (below 0 for several
+    loops: each factor has its pole, the prefactor one)."""
+    half_d = sympy.expand(diagram.dimension / 2)
+    gammas = (sympy.Mul(*[sympy.gamma(sympy.expand(nu) - half_d) for nu in diagram.powers])
+              / sympy.gamma(diagram.F_exponent))
+    return gammas, _order(sympy.expand(gammas.as_leading_term(EPS)))
+
+
 def _tadpole_group(diagram: Diagram, problem, s, order: int) -> dict:
-    """A one-propagator integral (a tadpole) in closed form, as :func:`_series_group` returns
-    a group: the delta function leaves x = 1, so the parametric integral is
-    U(1)^a (F(1) - i0)^(-b) with a and b linear in eps, and the series is the prefactor's
-    times exp(a log U(1) - b log(F(1) - i0)).  Exact up to round-off (error: the floor of
-    :func:`_times_prefactor`)."""
+    """A product of one-propagator loops (tadpoles, :meth:`Diagram.tadpole_masses`; one
+    propagator alone included) in closed form, as :func:`_series_group` returns a group:
+    prod_i (-1)^nu_i Gamma(nu_i - D/2)/Gamma(nu_i) (m_i^2 - i0)^(D/2 - nu_i), divided by the
+    prefactor's (pySecDec's) expression for the bare parametric integral and expanded in eps
+    (for one propagator, U(1)^a (F(1) - i0)^(-b): the delta function leaves x = 1).  Exact up
+    to round-off (error: the floor of :func:`_times_prefactor`)."""
     if s.derivatives:
-        raise DiagramError("derivatives of a one-propagator integral (a tadpole) are not "
-                           "available: differentiate its closed form", "derivatives")
-    (x,) = diagram.variables
+        raise DiagramError("derivatives of a product of one-propagator integrals (tadpoles) "
+                           "are not available: differentiate its closed form", "derivatives")
+    masses = diagram.tadpole_masses()
     syms = tuple(diagram.kinematic_symbols)
     kin = kinematics_array(syms, problem.kinematics)
     K = kin.shape[0]
-    U1 = sympy.expand(diagram.U.subs(x, 1))
-    F1 = sympy.expand(diagram.F.subs(x, 1))
-    by_name = {str(v): v for v in U1.free_symbols | F1.free_symbols}
-    a, b = sympy.expand(diagram.U_exponent), sympy.expand(diagram.F_exponent)
-    pre_lo, pre = prefactor_series(diagram, s.prefactor, order)
-    if order < pre_lo:
+    by_name = {str(v): v for m in masses for v in m.free_symbols}
+    half_d = sympy.expand(diagram.dimension / 2)
+    nus = [sympy.expand(p) for p in diagram.powers]
+    gammas, lo = _tadpole_gammas(diagram)
+    pre_lo, pre = prefactor_series(diagram, s.prefactor, order - lo)
+    if order < pre_lo + lo:
         raise DiagramError(f"eps_order = {order} is below the leading pole: the series starts "
-                           f"at eps^{pre_lo} (give eps_order >= {pre_lo})", "eps_order")
-    M = order - pre_lo + 1
+                           f"at eps^{pre_lo + lo} (give eps_order >= {pre_lo + lo})",
+                           "eps_order")
+    M = order - pre_lo - lo + 1
+    gser = sympy.expand(sympy.series(gammas, EPS, 0, lo + M).removeO())
+    g = np.array([complex(sympy.N(gser.coeff(EPS, lo + j), 30)) for j in range(M)])
+    # (m_i^2 - i0)^(D/2 - nu_i) = exp(sum_i (c_i + d_i eps) log(m_i^2 - i0)): D/2 - nu_i is
+    # linear in eps (the powers are)
+    lin = [sympy.Poly(half_d - nu, EPS) for nu in nus]
+    if any(q.degree() > 1 for q in lin):
+        raise DiagramError("powers of a product of tadpoles must be linear in eps", "powers")
+    c0 = np.array([complex(q.coeff_monomial(1)) for q in lin])
+    c1 = np.array([complex(q.coeff_monomial(EPS)) for q in lin])
     bare = np.zeros((K, M), complex)
     region, status = [], ["converged"] * K
     for k in range(K):
         at = {by_name[n]: sympy.Float(kin[k, i], 30) for i, n in enumerate(syms)
               if n in by_name}
-        u, f = complex(U1.subs(at)), complex(F1.subs(at))
-        region.append("euclidean" if f.real >= 0 else "negative")
-        if f == 0 or u == 0:
+        msq = [complex(m.subs(at)) for m in masses]
+        region.append("euclidean" if all(m.real >= 0 for m in msq) else "negative")
+        if any(m == 0 for m in msq):
             bare[k] = np.nan
             status[k] = ("scaleless at this point (a massless tadpole): zero in dimensional "
                          "regularization, not computed (value NaN)")
             continue
-        log_u = sympy.log(sympy.Float(abs(u), 30))
-        log_f = sympy.log(sympy.Float(abs(f), 30)) - (sympy.I * sympy.pi if f.real < 0 else 0)
-        ser = sympy.expand(sympy.series(sympy.exp(a * log_u - b * log_f), EPS, 0, M).removeO())
-        bare[k] = [complex(sympy.N(ser.coeff(EPS, j), 20)) for j in range(M)]
-    val, err, first = _times_prefactor(pre_lo, pre, 0, bare, np.zeros_like(bare), order)
+        # (-1)^nu of the closed form and of the prefactor cancel
+        logs = np.array([np.log(abs(m)) - (1j * np.pi if m.real < 0 else 0) for m in msq])
+        a, b = complex(c0 @ logs), complex(c1 @ logs)
+        e = np.exp(a) * np.array([b ** n / math.factorial(n) for n in range(M)])
+        bare[k] = [sum(g[i] * e[j - i] for i in range(j + 1)) for j in range(M)]
+    val, err, first = _times_prefactor(pre_lo, pre, lo, bare, np.zeros_like(bare), order)
     return {"value": val[None], "error": err[None], "first": first,
             "converged": np.array([st == "converged" for st in status]), "status": status,
             "region": region, "methods": {"closed form"}, "evaluations": 0,
@@ -869,10 +893,11 @@ def structure(diagram: Diagram, kinematics: Mapping[str, float] | None = None,
               eps_order: int = 0, convention: str = "pysecdec") -> str:
     """The pole structure of a regulated integral (``loopint show``): the sectors, the
     variables whose blow-ups carry poles, and the leading pole of the series."""
-    if len(diagram.variables) == 1:
-        pre_lo, _ = prefactor_series(diagram, convention, eps_order)
-        return (f"leading pole eps^{pre_lo} (one propagator: the prefactor's poles times a "
-                "closed form)")
+    if diagram.tadpole_masses() is not None:
+        _, lo = _tadpole_gammas(diagram)
+        pre_lo, _ = prefactor_series(diagram, convention, eps_order - lo)
+        return (f"leading pole eps^{pre_lo + lo} ({diagram.N} one-propagator loop"
+                f"{'s' if diagram.N > 1 else ''}: a closed form)")
     red, kin = _reduced_at(diagram, kinematics)
     pre_lo, _ = prefactor_series(red, convention, eps_order)
     si = series_integrand(red, eps_order - pre_lo)

@@ -12,7 +12,7 @@ import pytest
 
 import loopint
 from loopint.diagram import DiagramError
-from loopint.dimreg import prefactor_series, series_integrand
+from loopint.dimreg import prefactor_series, series_integrand, structure
 from loopint.problem import SpecError, load
 
 mp.mp.dps = 30
@@ -296,6 +296,39 @@ def test_tadpoles_in_closed_form(scale):
     r = loopint.compute(d, {"m": np.array([1.0, 0.0]) * scale})    # and as a point of a scan
     assert r.info["point_converged"] == [True, False]
     assert r.info["point_status"][1].startswith("scaleless") and np.isnan(r.coefficients[0][1])
+
+
+@pytest.mark.parametrize("scale", [1.0, 150.0])
+def test_products_of_tadpoles_in_closed_form(scale):
+    """Two loops of one propagator each (the two-loop vacuum sunrise with its third line's
+    power 0), powers 1 and 2, in D = 4 - 2 eps: the product of the two one-loop closed forms
+    (-1)^nu Gamma(nu - D/2)/Gamma(nu) (m^2)^(D/2 - nu), by mpmath, from the double pole on;
+    with prefactor 'none' that product over pySecDec's prefactor (-1)^nu Gamma(nu - L D/2)
+    / prod Gamma(nu_i).  In fixed D such a product is refused with its formula (an audit
+    found it refused as an overall UV divergence, Gamma(-1) at D = 3, although it is finite
+    there)."""
+    lines = [["m1", [1, 2]], ["m2", [1, 2]], ["m3", [1, 2]]]
+    d = loopint.Diagram.from_graph(internal_lines=lines, external_lines=[],
+                                   dimension="4 - 2*eps", powers=[1, 2, 0])
+    kin = {"m1": 1.3 * scale, "m2": 0.7 * scale, "m3": 1.0 * scale}
+    r = loopint.compute(d, kin, eps_order=1)
+    bare = loopint.compute(d, kin, eps_order=1, prefactor="none")
+    assert r.converged and r.method == "closed form" and min(r.coefficients) == -2
+    assert "leading pole eps^-2 (2 one-propagator loops" in structure(d)     # loopint show
+
+    def product(e):
+        D2 = 2 - e
+        return mp.mpf(1) * (-1) ** 3 * mp.gamma(1 - D2) * mp.gamma(2 - D2) / mp.gamma(2) * (
+            mp.mpf(kin["m1"]) ** 2) ** (D2 - 1) * (mp.mpf(kin["m2"]) ** 2) ** (D2 - 2)
+
+    for j, w in laurent_quad(product, -2, 1).items():
+        assert abs(r.coefficients[j] - w) <= 1e-12 * abs(w)
+    pre = lambda e: (-1) ** 3 * mp.gamma(3 - 2 * (2 - e)) / mp.gamma(2)
+    for j, w in laurent_quad(lambda e: product(e) / pre(e), -1, 1).items():
+        assert abs(bare.coefficients[j] - w) <= 1e-12 * abs(w)
+    with pytest.raises(ValueError, match="product of 2 one-propagator loops.*4 - 2\\*eps"):
+        loopint.Diagram.from_graph(internal_lines=lines, external_lines=[], dimension=3,
+                                   powers=[1, 1, 0])
 
 
 # ------------------------------------------------------------------------------- the CLI
