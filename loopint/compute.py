@@ -42,7 +42,7 @@ from .errors import DiagramError, SpecError
 from .io import jsonable
 from .plan import RunPlan, integrand, point_regions, support_groups, verdict
 from .problem import Problem, Settings, check_kinematics, load, validate_settings
-from .region import one_loop_landau_points
+from .region import one_loop_landau_points, pinch_tolerance
 from .result import Result, device_name, points_status, scale_error
 from . import timing
 from .timing import compile_clock
@@ -235,8 +235,10 @@ def _landau_points(plan: RunPlan) -> dict[int, str]:
     converged."""
     d = plan.diagram
     probe = integrand(d, "simplex", "none", "float64")
+    tolerance = pinch_tolerance(float(d.dimension), [float(p) for p in d.powers],
+                                plan.settings.rtol)
     return one_loop_landau_points(d.loops, d.variables, probe.F_exponents,
-                                  probe.F_coefficients(plan.kin))
+                                  probe.F_coefficients(plan.kin), tolerance)
 
 
 def _direct(plan: RunPlan, direct: list, pts: _Points, progress, t_start: float) -> dict:

@@ -67,7 +67,7 @@ from .diagram import EPS, Diagram
 from .errors import DiagramError, SpecError
 from .io import jsonable
 from .lower import evaluate_expr, kinematics_array, kronecker_points, poly_code
-from .region import classify_points, one_loop_landau_points
+from .region import classify_points, one_loop_landau_points, pinch_tolerance
 from .plan import engine_domain, integrand, make_engine, point_text, reduced, support_groups
 from .result import Result, device_name, points_status
 from .sectors import DecompositionError, decompose, monomial_maps, sector_exponents
@@ -672,7 +672,12 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
     status = [""] * K
     # points on a one-loop Landau singularity (a massive normal threshold, which eps does
     # not regulate) are not integrated: coefficients NaN, the status says why
-    landau = one_loop_landau_points(diagram.loops, diagram.variables, si.F_exponents, F_coefs)
+    at0 = {EPS: 0}
+    tolerance = pinch_tolerance(float(sympy.sympify(diagram.dimension).subs(at0)),
+                                [float(sympy.sympify(p).subs(at0)) for p in diagram.powers],
+                                s.rtol)
+    landau = one_loop_landau_points(diagram.loops, diagram.variables, si.F_exponents, F_coefs,
+                                    tolerance)
     for k, why in landau.items():
         bare[:, k] = berr[:, k] = complex(np.nan, np.nan)
         status[k] = why

@@ -209,7 +209,30 @@ LANDAU_TOLERANCE = 1e-12
 """A face's smallest eigenvalue below this fraction of its largest counts as zero."""
 
 
-def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tuple]]:
+def pinch_tolerance(dimension: float, powers, rtol: float):
+    """The relative eigenvalue below which :func:`one_loop_landau_faces` reports a face ``S``
+    (a function of ``S``): :data:`LANDAU_TOLERANCE`, or, where the integral is infinite at
+    that Landau singularity, the float64 resolution at the tolerance, ``eps / rtol``.
+
+    Near the singularity of a face of n lines with powers nu_i the integral behaves as
+    eta^((D + n - 1)/2 - sum nu_i), eta the relative distance (a bubble's threshold as beta^(D - 3):
+    1/beta in D = 2; a triangle's anomalous threshold as log eta in D = 4).  Where that exponent
+    is <= 0 the value comes from the neighbourhood of the pinch, where F, a difference of terms
+    of order one, is of order eta and is evaluated to a relative eps / eta: a D = 2 bubble
+    3e-11 above its threshold (eta = 1.6e-11) came out "converged" at rtol 1e-6 ten times off.
+    Elsewhere the pinch's share of the value vanishes with eta and points 10^-10.6 from a threshold
+    compute within their estimates (``tests/test_thresholds.py``)."""
+    eps = float(np.finfo(np.float64).eps)
+    pinch = max(LANDAU_TOLERANCE, eps / rtol) if rtol > 0 else LANDAU_TOLERANCE
+
+    def tolerance(S) -> float:
+        exponent = (dimension + len(S) - 1) / 2 - sum(powers[i] for i in S)
+        return pinch if exponent <= 0 else LANDAU_TOLERANCE
+    return tolerance
+
+
+def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray,
+                          tolerance=None) -> list[list[tuple]]:
     """Per kinematic point, the faces of the simplex on which a one-loop F has a critical
     point of value 0 inside the face: the Landau singularities of the reduced diagrams.
 
@@ -224,6 +247,10 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tupl
     on which F vanishes identically, or with more than one zero eigenvalue (zero masses and
     on-shell legs: F's vanishing monomials, which the sector analysis of
     :mod:`loopint.divergence` handles), are not reported.
+
+    ``tolerance`` (a function of the face, :func:`pinch_tolerance`; default
+    :data:`LANDAU_TOLERANCE` for every face): the bound on the smallest eigenvalue of ``Y_S``
+    relative to its largest below which the face counts as singular.
 
     Returns, per point, the faces as tuples of line indices (0-based), smallest first."""
     expo = np.asarray(expo, dtype=np.int64)
@@ -252,7 +279,8 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tupl
             big = np.max(np.abs(v), axis=1)
             one_sign = (np.all(v > 1e-8 * big[:, None], axis=1)
                         | np.all(v < -1e-8 * big[:, None], axis=1))
-            hit = ((scale > 0) & (w_sorted[:, 0] <= LANDAU_TOLERANCE * scale)
+            tol = LANDAU_TOLERANCE if tolerance is None else tolerance(S)
+            hit = ((scale > 0) & (w_sorted[:, 0] <= tol * scale)
                    & (w_sorted[:, 1] > 1e-8 * scale) & one_sign)
             for k in np.flatnonzero(hit):
                 out[k].append(S)
@@ -260,7 +288,7 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray) -> list[list[tupl
 
 
 def one_loop_landau_points(loops: int, variables: Sequence, expo: np.ndarray,
-                           coefs: np.ndarray) -> dict[int, str]:
+                           coefs: np.ndarray, tolerance=None) -> dict[int, str]:
     """The kinematic points (rows of ``coefs``) of a one-loop diagram that lie on a Landau
     singularity of a reduced diagram (:func:`one_loop_landau_faces`), with their status
     (:func:`landau_status`); none for more loops.  F has a double zero on the boundary of
@@ -270,7 +298,7 @@ def one_loop_landau_points(loops: int, variables: Sequence, expo: np.ndarray,
     expo = np.asarray(expo)
     if loops != 1 or expo.size == 0 or set(expo.sum(axis=1)) != {2}:
         return {}
-    faces = one_loop_landau_faces(expo, coefs)
+    faces = one_loop_landau_faces(expo, coefs, tolerance)
     return {k: landau_status(found, variables, len(variables))
             for k, found in enumerate(faces) if found}
 
@@ -284,12 +312,14 @@ def landau_status(faces: list[tuple], variables: Sequence, n_lines: int) -> str:
     parts = []
     if edge:
         parts.append("on the threshold of the lines " + ", ".join(edge) + " (for two lines "
-                     "p^2 = (m_i + m_j)^2, within a relative 1e-12): F has a double zero on "
-                     "the boundary of the simplex, where neither the contour's deformation "
-                     "nor the engines' error estimates reach it")
+                     "p^2 = (m_i + m_j)^2): F has a double zero on the boundary of the "
+                     "simplex, where neither the contour's deformation nor the engines' "
+                     "error estimates reach it")
     if inner:
         parts.append("on the leading Landau singularity of the diagram (for a bubble its "
                      "threshold, for more lines an anomalous threshold): F has a double zero "
                      "inside the simplex")
-    return ("threshold: the kinematic point lies " + "; and ".join(parts) + "; not "
-            "integrated (value NaN): compute at a point off the threshold")
+    return ("threshold: the kinematic point lies " + "; and ".join(parts) + " (F's quadratic "
+            "form on those lines singular to a relative 1e-12, or to 2.2e-16/rtol where the "
+            "integral is infinite at the singularity and float64 does not resolve F near it); "
+            "not integrated (value NaN): compute at a point farther from the threshold")

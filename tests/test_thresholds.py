@@ -15,7 +15,7 @@ import pytest
 import loopint
 from loopint.plan import integrand
 from loopint.region import one_loop_landau_faces
-from physical_points import triangle_d4
+from physical_points import bubble_d2, triangle_d4
 
 TRIANGLE = dict(internal_lines=[["m1", [1, 2]], ["m2", [2, 3]], ["m3", [3, 1]]],
                 external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
@@ -75,6 +75,28 @@ def test_triangles_just_above_a_normal_threshold_are_honest(scale):
         assert r.converged and abs(r.value - ref) <= 1e-5 * abs(ref)
         assert abs(r.value.real - ref.real) <= 3 * r.error.real
         assert abs(r.value.imag - ref.imag) <= 3 * r.error.imag
+
+
+@pytest.mark.parametrize("scale", [1.0, 150.0])
+def test_a_d2_bubble_too_near_its_threshold_for_float64_is_not_certified(scale):
+    """The D = 2 bubble, infinite at its threshold (1/beta): 3e-11 above it (an audit's
+    point, "converged" ten times off at rtol 1e-6) F near the pinch is resolved only to
+    eps/eta = 1.4e-5 > rtol, and the point is not integrated (status threshold) at rtol
+    1e-6; at rtol 1e-4, and at 1e-8 above the threshold at rtol 1e-6, it converges within
+    its tolerance of the closed form (mpmath), in two unit systems."""
+    bub = loopint.Diagram.from_graph([["m1", [1, 2]], ["m2", [2, 1]]], [["p1", 1], ["p2", 2]],
+                                     {"p1*p1": "psq"}, dimension=2)
+    s2 = scale * scale
+    for eps, rtol, certified in ((3e-11, 1e-6, False), (3e-11, 1e-4, True), (1e-8, 1e-6, True)):
+        psq = (0.7 + 1.9) ** 2 * (1 + eps)
+        r = loopint.compute(bub, kinematics={"psq": psq * s2, "m1": 0.7 * scale,
+                                             "m2": 1.9 * scale}, rtol=rtol)
+        assert r.converged == certified, (eps, rtol, r.status)
+        if certified:
+            ref = bubble_d2(psq, 0.7, 1.9) / s2
+            assert abs(r.value - ref) <= rtol * abs(ref)
+        else:
+            assert r.status.startswith("threshold:") and np.isnan(r.value)
 
 
 @pytest.mark.parametrize("scale", [1.0, 150.0])
