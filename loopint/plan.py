@@ -304,10 +304,10 @@ vertices at k^2/m_t^2 = 4.2-5 (H200, 2^26 points) the embedded sequence's estima
 within 3 % from 2^21 to 2^24 points at every deformation strength tried, then fell by two to
 five orders at 2^25; by default the ladder at k^2/m_t^2 = 4.5 ran to its budget of 10^9
 evaluations at rtol 1e-6, where the prime ladder converges after 3.4e7.  On the decomposed
-sectors (:func:`contour_domain`) the degree-5 transform takes as many evaluations for the
-k^2/m_t^2 = 5 ladder at rtol 1e-6 and pySecDec's elliptic box at 1e-5, and many times as many
-on the 100-point ladder scan at 1e-4 (``python -m loopint.bench.contour_cases --scan``, the
-README's table)."""
+sectors (:func:`contour_domain`) the degree-5 transform takes 2-4 times the evaluations for
+the k^2/m_t^2 = 5 and 4.5 ladders at rtol 1e-6, as many for pySecDec's elliptic box at 1e-5,
+and 3 times as many on the 100-point ladder scan at 1e-4 (``python -m
+loopint.bench.contour_cases --scan``, the README's table)."""
 
 
 CONTOUR_TRANSFORM = "sidi2"
