@@ -319,7 +319,7 @@ class _Progress:
         e = np.atleast_1d(ev["error"])
         stage = {"direct": "delta = 0 (no regulator)",
                  "contour": "contour deformation (delta = 0 on a deformed contour)",
-                 "series": "Laurent series in eps (sector decomposition)",
+                 "series": "Laurent series in eps",
                  }.get(ev["stage"], ev["stage"])
         if ev["stage"] == "delta":
             stage = f"delta sequence, {ev['n']} terms (smallest delta {ev['delta']:.3g})"
