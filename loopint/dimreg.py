@@ -48,6 +48,7 @@ symbolically:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -583,8 +584,31 @@ def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None
     engine = make_engine(method, s, si.ndim, stop_on_nonfinite=(mode == "deform"))
     r = engine.integrate(f, engine_domain(method, "decomposed", si.ndim), rtol=s.rtol, atol=atol,
                          max_evals=int(s.max_evals))
-    return {"value": split(r.value, B, K, w), "error": split(r.error, B, K, w), "converged": bool(r.converged), "status": r.status,
+    value, error = split(r.value, B, K, w), split(r.error, B, K, w)
+    if si.poles:
+        error = _with_subtraction_bias(value, error, s.precision)
+    return {"value": value, "error": error, "converged": bool(r.converged), "status": r.status,
             "evaluations": int(r.evaluations), "method": method, "atol": atol}
+
+
+def _with_subtraction_bias(value: np.ndarray, error: np.ndarray, precision: str) -> np.ndarray:
+    """The errors ``[B, K, M]`` of a subtracted series raised to the bias of its clamp.
+
+    The subtraction clamps its singular coordinates at t_c (:data:`_T_SUBTRACT`), which the
+    engines' estimates do not see.  The coefficient m orders above the leading pole carries up
+    to m powers of log t; on [0, t_c] the clamp replaces log^m t by log^m t_c, which moves the
+    integral by about t_c m |log t_c|^(m-1)/m! of the integrand's size.  Each error (real and
+    imaginary part, where the part is not zero) is at least that times the largest
+    coefficient of its block and point (the one-off-shell massless triangle at s = -2,
+    integrated to 1e-13: c_0 and c_1, m = 2 and 3, off by 1.0e-12 and 2.6e-11 with a largest
+    coefficient of 1, against bounds of 2.8e-11 and 3.8e-10)."""
+    tc = _T_SUBTRACT.get(precision, 1e-12)
+    log_tc = abs(math.log(tc))
+    orders = np.arange(value.shape[2])
+    bias = np.array([tc * max(1.0, m * log_tc ** (m - 1) / math.factorial(m)) for m in orders])
+    floor = bias[None, None, :] * np.abs(value).max(axis=2, keepdims=True)
+    return (np.where(value.real != 0, np.maximum(error.real, floor), error.real)
+            + 1j * np.where(value.imag != 0, np.maximum(error.imag, floor), error.imag))
 
 
 def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarray,
@@ -651,6 +675,38 @@ def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, er
     return val, er, first
 
 
+TOLERANCE_RETRIES = 2
+"""Integrations of the bare series again, to a tighter tolerance, when a Laurent coefficient
+(the product with the prefactor) misses its tolerance (:func:`coefficient_excess`)."""
+
+
+def coefficient_tolerances(val: np.ndarray, s) -> np.ndarray:
+    """The tolerance of each Laurent coefficient ``val`` ([K, J]): max(atol, rtol |c_j|,
+    ATOL_FRACTION rtol max_i |c_i|) per point."""
+    mag = np.abs(val)
+    return np.maximum(s.rtol * np.maximum(mag, ATOL_FRACTION * mag.max(axis=1, keepdims=True)),
+                      s.atol)
+
+
+def coefficient_excess(val: np.ndarray, err: np.ndarray, first: int, s) -> tuple[float, str]:
+    """The largest ratio, over the points and orders of the coefficients ``val`` ([K, J],
+    from eps^first) with errors ``err``, of an error (real or imaginary part) to the
+    coefficient's tolerance (:func:`coefficient_tolerances`), and a sentence naming the worst
+    coefficient (empty when every one is met)."""
+    tol = coefficient_tolerances(val, s)
+    worst = np.maximum(np.abs(err.real), np.abs(err.imag))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(tol > 0, worst / np.where(tol > 0, tol, 1.0),
+                         np.where(worst > 0, np.inf, 0.0))
+    k, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    excess = float(ratio[k, j])
+    if excess <= 1.0:
+        return excess, ""
+    return excess, (f"the coefficient of eps^{first + j} has error {worst[k, j]:.3g} above its "
+                    f"tolerance {tol[k, j]:.3g} (the prefactor's product cancels it below "
+                    "its terms)")
+
+
 def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) -> dict:
     """Every point of ``kin`` shares the supports of U and F (the caller grouped them).
     Values and errors ``[blocks, K, J]``: the coefficients, then their derivatives (``req``)."""
@@ -660,7 +716,7 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
     if order < first:
         raise DiagramError(
             f"eps_order = {order} is below the leading pole: the series starts at "
-            f"eps^{first} (give eps_order >= {first})", "eps_order")
+            f"eps^{first} (give eps_order >= {first})", "regulator.eps_order")
     _, pre = prefactor_series(diagram, s.prefactor, order - si.lo)
     K = kin.shape[0]
     B = blocks(req)
@@ -689,27 +745,57 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
     for mode, idx in batches:
         if not idx:
             continue
+        lam = pilot = None
         if mode == "deform":
-            pilot = None
             if s.contour_lambda == "auto":
                 lam, pilot = _deformation_lambda(si, kin[idx])
             else:
                 lam = np.full(len(si.sectors), float(s.contour_lambda))
-            for _ in range(LAMBDA_RETRIES + 1):
-                out = _run(si, kin[idx], mode, s, lam, pilot, req)
-                pilot = None
-                evaluations += out["evaluations"]
-                if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
-                    break
-                lam *= 0.25
+        # the engine meets the tolerance on the bare series; the prefactor's product can
+        # cancel a coefficient below its terms, so the products are checked and the bare
+        # series integrated again to a tighter tolerance where they fall short
+        s_run, spent = s, 0
+        for attempt in range(TOLERANCE_RETRIES + 1):
+            if mode == "deform":
+                for _ in range(LAMBDA_RETRIES + 1):
+                    out = _run(si, kin[idx], mode, s_run, lam, pilot, req)
+                    pilot = None
+                    spent += out["evaluations"]
+                    if out["converged"] or "NaN" not in out["status"] \
+                            or s.contour_lambda != "auto":
+                        break
+                    lam *= 0.25
+            else:
+                out = _run(si, kin[idx], mode, s_run, req=req)
+                spent += out["evaluations"]
+            if not out["converged"]:
+                break
+            products = _times_prefactor(pre_lo, pre, si.lo, out["value"][0], out["error"][0],
+                                        order)
+            excess, why = coefficient_excess(*products, s)
+            if excess <= 1.0:
+                break
+            if attempt == TOLERANCE_RETRIES or spent >= s.max_evals:
+                out["converged"] = False
+                kind = (engines.base.MAX_EVALS if spent >= s.max_evals
+                        else "tolerance not met")
+                out["status"] = (f"{kind}: {why}, with every coefficient of the bare series "
+                                 f"integrated to {s_run.atol or s_run.rtol:.3g} "
+                                 f"({spent} evaluations)")
+                break
+            # an error e on every bare coefficient gives at most e sum_i |p_i| on a product:
+            # the bare series again, to an absolute tolerance that meets the smallest one
+            bound = float(np.min(coefficient_tolerances(products[0], s)))
+            bound /= 2.0 ** (attempt + 1) * max(float(np.sum(np.abs(pre))), 1.0)
+            s_run = dataclasses.replace(s_run, rtol=0.0, atol=max(bound, 1e-300),
+                                        max_evals=s.max_evals - spent)
+        evaluations += spent
+        if mode == "deform":
             lams[int(idx[0])] = [float(v) for v in lam]
             if s.cross_check:
-                out, checks[int(idx[0])] = _contour_cross_check(si, kin[idx], s, lam, out,
+                out, checks[int(idx[0])] = _contour_cross_check(si, kin[idx], s_run, lam, out,
                                                                 req)
                 evaluations += checks[int(idx[0])]["evaluations"]
-        else:
-            out = _run(si, kin[idx], mode, s, req=req)
-            evaluations += out["evaluations"]
         methods.add(out["method"])
         bare[:, idx], berr[:, idx] = out["value"], out["error"]
         ok[idx] = out["converged"]
@@ -793,7 +879,7 @@ def _tadpole_group(diagram: Diagram, problem, s, order: int) -> dict:
     if order < pre_lo + lo:
         raise DiagramError(f"eps_order = {order} is below the leading pole: the series starts "
                            f"at eps^{pre_lo + lo} (give eps_order >= {pre_lo + lo})",
-                           "eps_order")
+                           "regulator.eps_order")
     M = order - pre_lo - lo + 1
     gser = sympy.expand(sympy.series(gammas, EPS, 0, lo + M).removeO())
     g = np.array([complex(sympy.N(gser.coeff(EPS, lo + j), 30)) for j in range(M)])

@@ -250,7 +250,8 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray,
 
     ``tolerance`` (a function of the face, :func:`pinch_tolerance`; default
     :data:`LANDAU_TOLERANCE` for every face): the bound on the smallest eigenvalue of ``Y_S``
-    relative to its largest below which the face counts as singular.
+    (F at its unit eigenvector v) relative to the size of F's terms there,
+    ``sum_ij |Y_ij v_i v_j|``, below which the face counts as singular.
 
     Returns, per point, the faces as tuples of line indices (0-based), smallest first."""
     expo = np.asarray(expo, dtype=np.int64)
@@ -279,8 +280,13 @@ def one_loop_landau_faces(expo: np.ndarray, coefs: np.ndarray,
             big = np.max(np.abs(v), axis=1)
             one_sign = (np.all(v > 1e-8 * big[:, None], axis=1)
                         | np.all(v < -1e-8 * big[:, None], axis=1))
+            # F at the critical point v against the size of its terms there, sum |Y_ij v_i v_j|:
+            # the relative resolution of F at the pinch (the largest eigenvalue instead would
+            # count a point with a hierarchy of scales, whose large entries do not meet at v,
+            # as singular: a triangle with masses 1e-3, 1, 1e-2 at q3 = 1e5)
+            terms = np.einsum("ki,kij,kj->k", np.abs(v), np.abs(sub), np.abs(v))
             tol = LANDAU_TOLERANCE if tolerance is None else tolerance(S)
-            hit = ((scale > 0) & (w_sorted[:, 0] <= tol * scale)
+            hit = ((scale > 0) & (w_sorted[:, 0] <= tol * terms)
                    & (w_sorted[:, 1] > 1e-8 * scale) & one_sign)
             for k in np.flatnonzero(hit):
                 out[k].append(S)

@@ -450,3 +450,26 @@ def test_a_large_buffer_evaluated_chunk_by_chunk_equals_one_call():
     for a, b in zip(by_chunk, one_call):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert not np.any(np.asarray(by_chunk.value)[count:])
+
+
+def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypatch):
+    """Region buffers grow by 8 on a CPU and by 64 on an accelerator (fewer sizes to
+    compile); only how many rows a buffer has differs, so both engines converge on either
+    ladder to values within their estimates of each other."""
+    from loopint.engines import regions
+    from loopint.engines.pagani import Pagani
+
+    f4 = CASES["f4_5d"]
+    runs = {}
+    for step in (regions.CAPACITY_STEP, regions.ACCELERATOR_CAPACITY_STEP):
+        monkeypatch.setattr(regions, "capacity_step", lambda cpu, step=step: step)
+        for engine in (Cubature(error_estimate="local"), Pagani()):
+            r = engine.integrate_box(f4.f, np.zeros(5), np.ones(5), rtol=1e-5)
+            runs[step, type(engine).__name__] = r
+            assert r.converged, r.status
+            assert abs(r.value - f4.exact) <= r.error <= 1e-5 * abs(f4.exact)
+            cap, k = r.info["capacity"], 0
+            while regions.MIN_CAPACITY * step ** k < cap:
+                k += 1
+            assert cap == regions.MIN_CAPACITY * step ** k
+    assert runs[64, "Cubature"].info["capacity"] > runs[8, "Cubature"].info["capacity"]

@@ -174,3 +174,46 @@ def test_result_fields():
         complex(r.coefficients[j])
         e = complex(r.coefficient_errors[j])
         assert e.real >= 0 and e.imag >= 0
+
+
+def _series(g, shift: int, orders: range) -> dict:
+    """Laurent coefficients c_j = [eps^(j + shift)] g(eps) of g(eps) / eps^shift (mpmath)."""
+    import mpmath
+    mpmath.mp.dps = 30
+    t = mpmath.taylor(g, 0, orders.stop + shift)
+    return {j: complex(t[j + shift]) for j in orders}
+
+
+@pytest.mark.parametrize("case", ["bubble, c0 = 0", "bubble, c0 = 0, GeV", "triangle"])
+def test_every_coefficient_meets_its_tolerance_after_the_prefactor(case):
+    """The engine meets the tolerance on the bare parametric series; the Laurent coefficients
+    are its products with the prefactor's series, and a product can cancel far below its
+    terms: the massless bubble at s = -exp(2 - gamma_E) has c_0 = 2 - gamma_E - log(-s) = 0,
+    the one-off-shell massless triangle's eps^2 coefficient is 0.03 of its terms.  Every
+    coefficient must meet max(rtol |c_j|, 1e-3 rtol max_i |c_i|) with its error, and the
+    closed form (Gamma functions, mpmath) within that, in two unit systems."""
+    import mpmath
+    G = mpmath.gamma
+    if case.startswith("bubble"):
+        lines, ext, sp = [["0", [1, 2]], ["0", [2, 1]]], [["p1", 1], ["p2", 2]], {"p1*p1": "s"}
+        s = -float(mpmath.exp(2 - mpmath.euler)) * (91.19 ** 2 if "GeV" in case else 1.0)
+        order, rtol = 1, 1e-3
+        ref = _series(lambda e: G(1 + e) * G(1 - e) ** 2 / G(2 - 2 * e) * (-s) ** (-e), 1,
+                      range(-1, order + 1))
+    else:
+        lines = [["0", [1, 2]], ["0", [2, 3]], ["0", [3, 1]]]
+        ext, sp = [["p1", 1], ["p2", 2], ["p3", 3]], {"p1*p1": "0", "p2*p2": "0",
+                                                     "p1*p2": "s/2"}
+        s, order, rtol = -2.2, 2, 1e-6
+        ref = _series(lambda e: -G(1 + e) * G(1 - e) ** 2 / G(1 - 2 * e) * (-s) ** (-1 - e), 2,
+                      range(-2, order + 1))
+    d = loopint.Diagram.from_graph(internal_lines=lines, external_lines=ext,
+                                   scalar_products=sp, dimension="4 - 2*eps")
+    r = loopint.compute(d, kinematics={"s": s}, eps_order=order, rtol=rtol)
+    assert r.converged, r.status
+    biggest = max(abs(v) for v in ref.values())
+    for j, want in ref.items():
+        tol = rtol * max(abs(want), 1e-3 * biggest)
+        got, err = complex(r.coefficients[j]), complex(r.coefficient_errors[j])
+        assert max(abs(err.real), abs(err.imag)) <= 1.01 * tol, (j, got, err, tol)
+        assert abs(got - want) <= tol, (j, got, want, tol)

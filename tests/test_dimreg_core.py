@@ -99,7 +99,7 @@ def test_eps_order_errors():
     d = loopint.Diagram.from_graph(**TRIANGLE, dimension="4 - 2*eps")
     with pytest.raises(DiagramError, match="below the leading pole") as e:
         loopint.compute(d, {"s": -1.0}, eps_order=-3)
-    assert e.value.key == "eps_order"
+    assert e.value.key == "regulator.eps_order"
     with pytest.raises(SpecError, match="eps_order"):
         loopint.compute(d, {"s": -1.0}, eps_order=1.5)
 

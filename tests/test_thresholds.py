@@ -14,7 +14,7 @@ import pytest
 
 import loopint
 from loopint.plan import integrand
-from loopint.region import one_loop_landau_faces
+from loopint.region import one_loop_landau_faces, pinch_tolerance
 from physical_points import bubble_d2, triangle_d4
 
 TRIANGLE = dict(internal_lines=[["m1", [1, 2]], ["m2", [2, 3]], ["m3", [3, 1]]],
@@ -31,14 +31,15 @@ def faces(diagram, points):
 
 
 def test_landau_faces_of_the_triangle_and_the_bubble():
-    """Normal threshold of lines 2, 3 at p3^2 = (m2 + m3)^2 (and within 1e-12 of it), not
+    """Normal threshold of lines 2, 3 at p3^2 = (m2 + m3)^2 (and 5e-13 from it: F at its
+    critical point is then 5e-13 of its terms there, within LANDAU_TOLERANCE), not
     1e-10 away nor at the pseudo-threshold (m2 - m3)^2; the leading singularity at an
     anomalous threshold (equal masses 1, p1^2 = p2^2 = 3.5, p3^2 = 1.75); the bubble's
     threshold is its whole face; a massless on-shell box (F's monomials vanish, the sector
     analysis's case) has none."""
     tri = loopint.Diagram.from_graph(**TRIANGLE, dimension=4)
     at = {"P1s": -1.0, "P2s": 0.5, **MASSES}
-    got = faces(tri, [{**at, "P3s": 12.25 * f} for f in (1, 1 + 1e-12, 1 + 1e-10, 1 - 1e-10)]
+    got = faces(tri, [{**at, "P3s": 12.25 * f} for f in (1, 1 + 5e-13, 1 + 1e-10, 1 - 1e-10)]
                 + [{**at, "P3s": 0.25}, {**at, "P3s": 12.5}])
     assert got == [[(1, 2)], [(1, 2)], [], [], [], []]
     anomalous = {"P1s": 3.5, "P2s": 3.5, "P3s": 1.75, "m1": 1.0, "m2": 1.0, "m3": 1.0}
@@ -53,6 +54,37 @@ def test_landau_faces_of_the_triangle_and_the_bubble():
         {"p1*p1": "0", "p2*p2": "0", "p3*p3": "0", "p1*p2": "s/2", "p2*p3": "t/2",
          "p1*p3": "-(s + t)/2"}, dimension=6)
     assert faces(box, [{"s": -3.0, "t": -2.0}]) == [[]]
+
+
+@pytest.mark.parametrize("scale", [1.0, 150.0])
+def test_a_hierarchy_of_scales_is_not_a_landau_singularity(scale):
+    """A triangle with lines 1e-3, 1, 1e-2, p1^2 = -0.5, p2^2 = 0.3 has its leading
+    singularity only where det Y = 0 (p3^2 = 0.2855 and -3.5e5), not at p3^2 = 1e3 .. 1e6,
+    where F's quadratic form is ill-conditioned (eigenvalues from 1e-3 to p3^2) but F at its
+    critical point is not small against its terms there; the refusal at rtol 1e-10 (the
+    pinch tolerance eps/rtol) must not take those points, and must still take the anomalous
+    threshold itself and a D = 2 bubble 1e-9 above its threshold."""
+    tri = loopint.Diagram.from_graph(**TRIANGLE, dimension=4)
+    probe = integrand(tri, "simplex", "none", "float64")
+    tol = pinch_tolerance(4.0, [1, 1, 1], 1e-10)
+    m = {"m1": 1e-3 * scale, "m2": scale, "m3": 1e-2 * scale}
+    pts = [{"P1s": -0.5 * scale ** 2, "P2s": 0.3 * scale ** 2, "P3s": q * scale ** 2, **m}
+           for q in (1e3, 1e4, 1e5, 1e6)]
+    kin = np.array([[p[s] for s in probe.symbols] for p in pts])
+    assert one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(kin), tol) == [[]] * 4
+    anomalous = {"P1s": 3.5, "P2s": 3.5, "P3s": 1.75, "m1": 1.0, "m2": 1.0, "m3": 1.0}
+    kin = np.array([[anomalous[s] * scale ** 2 if s.startswith("P") else anomalous[s] * scale
+                     for s in probe.symbols]])
+    assert one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(kin), tol) \
+        == [[(0, 1, 2)]]
+    bubble = loopint.Diagram.from_graph([["m1", [1, 2]], ["m2", [2, 1]]],
+                                        [["p1", 1], ["p2", 2]], {"p1*p1": "psq"}, dimension=2)
+    probe = integrand(bubble, "simplex", "none", "float64")
+    kin = np.array([[{"psq": 9.0 * (1 + 1e-9) * scale ** 2, "m1": scale,
+                      "m2": 2.0 * scale}[s] for s in probe.symbols]])
+    tol2 = pinch_tolerance(2.0, [1, 1], 1e-10)
+    assert one_loop_landau_faces(probe.F_exponents, probe.F_coefficients(kin), tol2) \
+        == [[(0, 1)]]
 
 
 @pytest.mark.parametrize("scale", [1.0, 150.0])

@@ -131,3 +131,17 @@ def test_help_show_and_input_errors_import_neither_jax_nor_more_than_they_need(t
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=str(tmp_path), env=env, timeout=300)
     assert out.returncode == 0 and out.stdout.split()[-1] == "float64", out.stderr
+
+
+def test_gpu_memory_is_allocated_as_needed_unless_the_environment_says_otherwise():
+    """``import loopint`` sets XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX's reservation of 75 %
+    of a GPU at the first array costs seconds per process) and keeps a value the user set."""
+    script = "import os, loopint; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    for given, want in ((None, "false"), ("true", "true")):
+        if given is not None:
+            env["XLA_PYTHON_CLIENT_PREALLOCATE"] = given
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == want

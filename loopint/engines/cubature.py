@@ -20,8 +20,8 @@ octaves of the priority, no sort; bisection), the integrand evaluation
 :meth:`~loopint.engines.regions.RegionProblem.evaluate` (the only compiled code that depends
 on the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insertion, new
 totals and next selection size); the host loop (:class:`_Run`) reads a few scalars per
-step.  Buffers have fixed sizes from the ladder ``512·8^k``
-(:func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;
+step.  Buffers have fixed sizes from a ladder (``512·8^k`` on a CPU, ``512·64^k`` on an
+accelerator, :func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;
 evaluation runs in chunks whose number follows the live region count.  From
 :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, the steps of the next buffer size
 are compiled in the background (option ``compile_ahead``), so that a run that grows, or the
@@ -573,7 +573,7 @@ class _Run:
         if not regions.ahead_enabled(self.engine.compile_ahead) \
                 or cap < regions.COMPILE_AHEAD_FROM:
             return
-        new = self.problem.capacity(cap * regions.CAPACITY_STEP)
+        new = self.problem.capacity(cap * self.problem.step)
         sizes = (cap, new) if new > cap else (cap,)
         if new > cap:
             regions.AHEAD.submit(self._ahead_key("steps", cap, new),

@@ -41,8 +41,8 @@ fourth differences by ``1/τ_k``.  Non-finite integrand values are counted
 (``info["nonfinite"]``), replaced by 0, and make the status ``nonfinite: ...``.
 
 Each iteration is three jitted calls on device-resident buffers of a fixed size from the
-ladder ``512·8^k``: :meth:`~loopint.engines.regions.RegionProblem.evaluate` (shared with the
-cubature engine), :func:`_post_process` and :func:`_filter_split`
+ladder of :func:`~loopint.engines.regions.capacity_for`:
+:meth:`~loopint.engines.regions.RegionProblem.evaluate` (shared with the cubature engine), :func:`_post_process` and :func:`_filter_split`
 (:func:`_threshold_classify` when triggered); the host loop (:class:`_Run`) reads a few sums
 per iteration.
 """
