@@ -66,3 +66,19 @@ def test_stop_on_nonfinite_ends_the_run_early(engine):
     for r in (full, early):
         assert not r.converged and r.status.startswith(base.NONFINITE)
     assert early.evaluations < full.evaluations / 4
+
+
+@pytest.mark.parametrize("method", ["cubature", "pagani"])
+def test_an_integrand_infinite_near_a_face_that_no_node_reaches_is_not_converged(method):
+    """f = inf on x1 > 0.99: the Genz-Malik nodes of the first regions stop at 0.983, so the
+    cubature sees 1 everywhere and its estimate meets any tolerance; the boundary probe finds
+    the non-finite values a relative 1e-4 from the face and the result is not converged
+    (PAGANI's bisection reaches the layer and reports the non-finite values itself)."""
+    import jax.numpy as jnp
+
+    import loopint
+    r = loopint.integrate(lambda x: jnp.where(x[:, 0] > 0.99, jnp.inf, 1.0), ndim=2,
+                          method=method, rtol=1e-6)
+    assert not r.converged
+    probe = r.status.startswith("singular at boundary") and "NaN or inf" in r.status
+    assert probe or (method == "pagani" and r.status.startswith("nonfinite")), r.status

@@ -473,3 +473,16 @@ def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypa
                 k += 1
             assert cap == regions.MIN_CAPACITY * step ** k
     assert runs[64, "Cubature"].info["capacity"] > runs[8, "Cubature"].info["capacity"]
+
+
+def test_a_stopped_run_states_its_final_evaluations_and_error():
+    """A run stopped by its budget may take one more sweep for the global estimate; the
+    status quotes the evaluations and error of the result, not of the stop."""
+    import re
+
+    f = lambda x: jnp.cos(2 * jnp.pi * 40.7 * jnp.sum(x, axis=1)) + jnp.abs(x[:, 0] - 0.3)
+    r = Cubature().integrate_box(f, np.zeros(3), np.ones(3), rtol=1e-10, max_evals=1000)
+    assert not r.converged and r.status.startswith("max_evals")
+    stated = re.search(r"stopped after (\S+) evaluations with error (\S+) >", r.status)
+    assert float(stated.group(1)) == pytest.approx(r.evaluations, rel=1e-3)
+    assert float(stated.group(2)) == pytest.approx(np.max(np.abs(r.error)), rel=1e-2)

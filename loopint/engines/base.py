@@ -513,7 +513,8 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
     UV-divergent subloop: a stated error 10^5 times below the true one).  ``f`` is evaluated
     at :data:`BOUNDARY_BASE_POINTS` interior points moved to each face at the distances
     :data:`BOUNDARY_PROBE`; a component whose modulus grows by :data:`BOUNDARY_GROWTH` or
-    more at each step towards a face, or becomes NaN/inf there after growing, is reported.
+    more at each step towards a face, or becomes NaN/inf there after growing, is reported, as
+    is one that is NaN/inf already at the first distance.
 
     Returns None, or a sentence naming the face and the estimated exponent.
     """
@@ -538,6 +539,16 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
         y = np.abs(np.asarray(_evaluate(BoundIntegrand.of(f), jnp.asarray(x, jnp.float64))))
     y = y.reshape(d, 2, BOUNDARY_BASE_POINTS, len(h), -1)           # [axis, side, base, h, m]
     a0, a1, a2 = y[..., 0, :], y[..., 1, :], y[..., 2, :]
+    bad = ~np.isfinite(a0)
+    if np.any(bad):
+        # NaN/inf already a relative 1e-4 from a face: the run's points, which never saw it,
+        # estimated the integral of a different function
+        axis, side = (int(i[0]) for i in np.nonzero(bad)[:2])
+        face = f"x{axis + 1} = {(lo if side == 0 else hi)[axis]:.6g}"
+        return (f"the integrand is NaN or inf at {int(np.sum(np.any(bad, axis=-1)))} of "
+                f"{bad[..., 0].size} probe points {h[0]:g} of the box's width from its faces "
+                f"(first towards {face}), which the run's points did not reach: its value "
+                "and error estimate cannot be trusted")
     with np.errstate(all="ignore"):
         grows = (np.isfinite(a0) & np.isfinite(a1) & (a0 > 0) & (a1 >= BOUNDARY_GROWTH * a0)
                  & (~np.isfinite(a2) | (a2 >= BOUNDARY_GROWTH * a1)))
@@ -557,6 +568,8 @@ def probe_boundary(r: IntegrationResult, f: Callable, lower, upper) -> Integrati
     integrand that grows without bound there makes the result not converged, with status
     :data:`SINGULAR_BOUNDARY` (value and error kept as computed).  The cube engines run it
     after every integration unless their option ``boundary_check`` is off."""
+    if r.status.startswith(NONFINITE):      # the run saw the non-finite values itself
+        return r
     t0 = time.perf_counter()
     found = boundary_singularity(f, lower, upper)
     r = dataclasses.replace(r, seconds=r.seconds + time.perf_counter() - t0)

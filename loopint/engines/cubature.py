@@ -630,6 +630,9 @@ class _Run:
                 stop = base.CONVERGED        # the budget kept for this sweep was enough
         stop, total_value, total_error, estimate = sw.report(
             stop, self.total_value, self.total_error, self.problem, self.rtol, self.atol)
+        for kind in (base.MAX_EVALS, base.MAX_ITERATIONS):
+            if stop.startswith(kind + ":"):     # with the final sweep's evaluations and error
+                stop = p.not_converged(kind, total_error, self._requested())
         info = {"retired_regions": self.retired_regions, "error_estimate": estimate,
                 "local_error": base.complex_error(self.total_error, self.problem.integrand),
                 "sweeps": sw.count, "sweep_evaluations": int(sw.evaluations),
