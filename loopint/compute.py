@@ -289,12 +289,18 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
         if todo.size:
             stage = plan.delta
             pts.methods.add(stage.method)
-            d_out = delta_sequence.run(plan, kreg[todo], progress=progress,
-                                       checkpoint=checkpoint, resume=resume, t_start=t_start)
-            d_out["points"] = todo
+            # a checkpoint holds one sequence: a resumable run keeps the batch together
+            groups = ([np.arange(todo.size)] if checkpoint
+                      else delta_sequence.scale_groups(plan, kreg[todo]))
+            d_out = delta_sequence.merge(
+                [delta_sequence.run(plan, kreg[todo[g]], progress=progress,
+                                    checkpoint=checkpoint, resume=resume, t_start=t_start)
+                 for g in groups], [todo[g] for g in groups])
             pts.evaluations += d_out["evaluations"]
             info.update(method=stage.method, domain=stage.domain, delta0=d_out["delta0"],
                         extrapolation=d_out["extrapolation"])
+            if "groups" in d_out:
+                info["delta_groups"] = d_out["groups"]
     out = combine_physical(c_out, d_out, len(physical), s.cross_check)
     pts.fill(physical, out["value"], out["error"], out["converged"], out["status"],
              out.get("derivatives"), out.get("derivative_errors"))

@@ -65,6 +65,48 @@ def delta_scale(integrand: Integrand, kin: np.ndarray) -> np.ndarray:
     return np.mean(np.abs(np.asarray(F)) / np.asarray(U), axis=0)
 
 
+SCALE_GROUP_RATIO = 4.0
+"""Points of a batch whose delta scales (:func:`delta_scale`) lie within this factor share a
+delta sequence (:func:`scale_groups`)."""
+
+
+def scale_groups(plan, kin: np.ndarray) -> list[np.ndarray]:
+    """The points of ``kin`` in groups that share one delta sequence: by octaves of
+    :data:`SCALE_GROUP_RATIO` of their delta scale, so that each group starts at its own
+    delta_0.  A sequence started at another point's scale, 16 times larger, ended before its
+    deltas reached the point's own and extrapolated to values 1e12 times too small (an
+    equal-mass triangle at s = 21 m^2 batched with s = 3100 m^2); one point or a fixed
+    delta_0 is one group."""
+    P = kin.shape[0]
+    if P == 1 or plan.schedule.delta0 != "auto":
+        return [np.arange(P)]
+    scale = np.asarray(delta_scale(plan.delta.integrand, kin), dtype=float)
+    if not np.all(np.isfinite(scale) & (scale > 0)):
+        return [np.arange(P)]
+    octave = np.floor(np.log(scale / scale.max()) / np.log(SCALE_GROUP_RATIO)).astype(int)
+    return [np.flatnonzero(octave == o) for o in sorted(set(octave.tolist()), reverse=True)]
+
+
+def merge(outs: list[dict], groups: list[np.ndarray]) -> dict:
+    """The outcomes of :func:`run` on the ``groups`` of a batch as one (the points in the
+    order of the groups, ``points`` their indices into the batch); the per-delta table and
+    the deltas, which differ between the groups, are kept per group in ``groups``."""
+    if len(outs) == 1:
+        return dict(outs[0], points=groups[0])
+    cat = {k: np.concatenate([o[k] for o in outs], axis=-1)
+           for k in ("value", "error", "converged", "derivatives", "derivative_errors")
+           if k in outs[0]}
+    return {**cat, "status": [st for o in outs for st in o["status"]],
+            "points": np.concatenate(groups), "evaluations": sum(o["evaluations"] for o in outs),
+            "table": [], "deltas": [], "delta0": [o["delta0"] for o in outs],
+            "seconds_resumed": sum(o["seconds_resumed"] for o in outs),
+            "extrapolation": {"status": [st for o in outs for st in o["extrapolation"]["status"]],
+                              "method": outs[0]["extrapolation"]["method"],
+                              "n_terms": [o["extrapolation"]["n_terms"] for o in outs]},
+            "groups": [{"points": g.tolist(), "delta0": o["delta0"], "deltas": o["deltas"]}
+                       for g, o in zip(groups, outs)]}
+
+
 def term_usable(engine_status: str, method: str) -> bool:
     """Whether a delta term may enter the extrapolation: converged, or (cubature) stopped by
     its memory or evaluation bound with its best estimate and an error estimate that the

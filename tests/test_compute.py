@@ -304,3 +304,20 @@ def test_points_status_counts_all_points_once():
     assert points_status(ok, shares) == (
         "4 of 7 points not converged: extrapolation not converged (re: a; im: b); "
         "max_evals: stopped after 1e9 evaluations")
+
+
+@pytest.mark.parametrize("unit", [1.0, 150.0])
+def test_a_batch_of_very_different_scales_takes_a_delta_sequence_per_scale(triangle, unit):
+    """The delta sequence starts at the scale of |F|/U; one sequence for a batch that holds
+    s = 21.5 m^2 and s = 3100 m^2 started 16 times above the first point's scale, ended before
+    reaching it and extrapolated to values 1e12 too small.  Points are grouped by octaves of
+    4 in that scale, each group its own sequence: the points converge as they do alone, to
+    the closed form within rtol, in two unit systems."""
+    m = 1.3 * unit
+    s = np.array([21.4785714285714, 108.95, 3100.0]) * unit ** 2
+    r = compute(triangle, kinematics={"s": s, "m": m}, rtol=1e-6, contour="none")
+    assert len(r.info["regulated"]["delta_groups"]) == 3
+    for k in (0, 1):
+        assert r.info["point_converged"][k], r.info["point_status"][k]
+        want = c0_exact(s[k], m)
+        assert abs(complex(r.value[k]) - want) <= 1e-6 * abs(want)
