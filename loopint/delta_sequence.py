@@ -101,7 +101,8 @@ def merge(outs: list[dict], groups: list[np.ndarray]) -> dict:
             "table": [], "deltas": [], "delta0": [o["delta0"] for o in outs],
             "seconds_resumed": sum(o["seconds_resumed"] for o in outs),
             "extrapolation": {"status": [st for o in outs for st in o["extrapolation"]["status"]],
-                              "method": outs[0]["extrapolation"]["method"],
+                              "method": [str(m) for o in outs
+                                         for m in np.atleast_1d(o["extrapolation"]["method"])],
                               "n_terms": [o["extrapolation"]["n_terms"] for o in outs]},
             "groups": [{"points": g.tolist(), "delta0": o["delta0"], "deltas": o["deltas"]}
                        for g, o in zip(groups, outs)]}
