@@ -456,12 +456,3 @@ def test_profile_option_times_the_kernels():
     calls, seconds = r.info["profile"]["select"]
     assert calls >= 1 and seconds >= 0
     assert "profile" not in Iterated().integrate(lambda x: x[:, 0], Box.cube(1)).info
-
-
-def test_max_evals_below_one_rule_application_is_refused():
-    """As the other engines: a budget that cannot pay for the first nested rule application
-    (here GK15 x GK15 x GK21 on one interval each, 4725 points) is an error, not a run that
-    spends 14 times the budget."""
-    f = lambda x: jnp.cos(2 * jnp.pi * 40.7 * jnp.sum(x, axis=1))
-    with pytest.raises(ValueError, match="below one rule application"):
-        loopint.integrate(f, ndim=3, method="iterated", rtol=1e-10, max_evals=1000)

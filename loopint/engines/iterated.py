@@ -1026,10 +1026,6 @@ def _settle(engine: "Iterated", f: Callable, limits: Limits, max_evals: int) -> 
     if engine.fused_min_fraction < 1:
         raise ValueError(f"fused_min_fraction must be >= 1, got {engine.fused_min_fraction}")
     rules = _as_rules(engine.rules, ndim)
-    first = int(np.prod([n * r.nodes.size for n, r in zip(n0, rules)], dtype=np.float64))
-    if first > max_evals:
-        raise ValueError(f"max_evals={max_evals} is below one rule application on the initial "
-                         f"intervals ({first} points)")
     dt = real_dtype(engine.precision)
     fn = _bound(f, tuple(engine.args))
     nf = normalize_integrand(fn, ndim, dt)
