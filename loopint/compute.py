@@ -290,12 +290,13 @@ def _physical(plan: RunPlan, physical: list, pts: _Points, progress, checkpoint,
             stage = plan.delta
             pts.methods.add(stage.method)
             # a checkpoint holds one sequence: a resumable run keeps the batch together
-            groups = ([np.arange(todo.size)] if checkpoint
+            groups = ([(np.arange(todo.size), None)] if checkpoint
                       else delta_sequence.scale_groups(plan, kreg[todo]))
             d_out = delta_sequence.merge(
                 [delta_sequence.run(plan, kreg[todo[g]], progress=progress,
-                                    checkpoint=checkpoint, resume=resume, t_start=t_start)
-                 for g in groups], [todo[g] for g in groups])
+                                    checkpoint=checkpoint, resume=resume, t_start=t_start,
+                                    delta0=d0)
+                 for g, d0 in groups], [todo[g] for g, _ in groups])
             pts.evaluations += d_out["evaluations"]
             info.update(method=stage.method, domain=stage.domain, delta0=d_out["delta0"],
                         extrapolation=d_out["extrapolation"])

@@ -70,21 +70,23 @@ SCALE_GROUP_RATIO = 4.0
 delta sequence (:func:`scale_groups`)."""
 
 
-def scale_groups(plan, kin: np.ndarray) -> list[np.ndarray]:
-    """The points of ``kin`` in groups that share one delta sequence: by octaves of
-    :data:`SCALE_GROUP_RATIO` of their delta scale, so that each group starts at its own
-    delta_0.  A sequence started at another point's scale, 16 times larger, ended before its
-    deltas reached the point's own and extrapolated to values 1e12 times too small (an
-    equal-mass triangle at s = 21 m^2 batched with s = 3100 m^2); one point or a fixed
+def scale_groups(plan, kin: np.ndarray) -> list[tuple[np.ndarray, float | None]]:
+    """The points of ``kin`` in groups that share one delta sequence, each with its delta_0
+    (None: :func:`run` takes it from the schedule, or from the scale of its points): by
+    octaves of :data:`SCALE_GROUP_RATIO` of their delta scale, so that each group starts at
+    its own delta_0.  A sequence started at another point's scale, 16 times larger, ended
+    before its deltas reached the point's own and extrapolated to values 1e12 times too small
+    (an equal-mass triangle at s = 21 m^2 batched with s = 3100 m^2); one point or a fixed
     delta_0 is one group."""
     P = kin.shape[0]
     if P == 1 or plan.schedule.delta0 != "auto":
-        return [np.arange(P)]
+        return [(np.arange(P), None)]
     scale = np.asarray(delta_scale(plan.delta.integrand, kin), dtype=float)
     if not np.all(np.isfinite(scale) & (scale > 0)):
-        return [np.arange(P)]
+        return [(np.arange(P), None)]
     octave = np.floor(np.log(scale / scale.max()) / np.log(SCALE_GROUP_RATIO)).astype(int)
-    return [np.flatnonzero(octave == o) for o in sorted(set(octave.tolist()), reverse=True)]
+    groups = [np.flatnonzero(octave == o) for o in sorted(set(octave.tolist()), reverse=True)]
+    return [(g, float(np.max(scale[g]))) for g in groups]
 
 
 def merge(outs: list[dict], groups: list[np.ndarray]) -> dict:
@@ -170,9 +172,11 @@ def load_checkpoint(checkpoint: str, fp: str, deltas: np.ndarray, P: int) -> lis
 
 
 def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
-        resume: bool = False, t_start: float | None = None) -> dict:
+        resume: bool = False, t_start: float | None = None,
+        delta0: float | None = None) -> dict:
     """The delta sequence of ``plan`` (a :class:`~loopint.plan.RunPlan`: its ``delta`` stage
-    and ``schedule``) at the points ``kin[P, s]``, extrapolated to delta -> 0.
+    and ``schedule``) at the points ``kin[P, s]``, extrapolated to delta -> 0; ``delta0``:
+    its start where the caller has it (:func:`scale_groups`).
 
     Returns the values and errors (prefactor applied), per-point convergence and status, the
     table of terms, the deltas, delta_0, the evaluations, the seconds of resumed terms and
@@ -183,7 +187,9 @@ def run(plan, kin: np.ndarray, *, progress=None, checkpoint: str | None = None,
     t_start = time.perf_counter() if t_start is None else t_start
     P = kin.shape[0]
     PB = P * plan.blocks     # every derivative is extrapolated like the value: more "points"
-    if sched.delta0 == "auto":
+    if delta0 is not None:
+        delta0 = np.full(P, float(delta0))
+    elif sched.delta0 == "auto":
         delta0 = np.full(P, float(np.max(delta_scale(stage.integrand, kin))))
     else:
         delta0 = np.full(P, float(sched.delta0))

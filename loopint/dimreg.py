@@ -570,16 +570,16 @@ def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None
     with it (:mod:`loopint.derivatives`): the values and errors are ``[blocks, K, M]``
     (``[1, K, M]`` without derivatives)."""
     f, w = with_derivatives(req, si.bind(kin, mode, lam))
-    if req is not None:
-        pilot = None
-    if pilot is None:
-        pilot = _pilot(si, f)
     K = kin.shape[0]
     B = blocks(req)
-    # per point the largest coefficient of the value and of its (weighted) derivatives
-    mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(B, K, si.M)
-    scale = float(np.min(mean.max(axis=(0, 2))))
-    atol = s.atol if s.atol > 0 else max(s.rtol * ATOL_FRACTION * scale, 1e-300)
+    atol = s.atol
+    if atol <= 0:
+        if req is not None or pilot is None:
+            pilot = _pilot(si, f)
+        # per point the largest coefficient of the value and of its (weighted) derivatives
+        mean = np.abs(np.nan_to_num(pilot).mean(axis=0)).reshape(B, K, si.M)
+        scale = float(np.min(mean.max(axis=(0, 2))))
+        atol = max(s.rtol * ATOL_FRACTION * scale, 1e-300)
     method = _choose_method(s, si.ndim)
     engine = make_engine(method, s, si.ndim, stop_on_nonfinite=(mode == "deform"))
     r = engine.integrate(f, engine_domain(method, "decomposed", si.ndim), rtol=s.rtol, atol=atol,
@@ -589,6 +589,23 @@ def _run(si: SeriesIntegrand, kin: np.ndarray, mode: str, s, lam=0.0, pilot=None
         error = _with_subtraction_bias(value, error, s.precision)
     return {"value": value, "error": error, "converged": bool(r.converged), "status": r.status,
             "evaluations": int(r.evaluations), "method": method, "atol": atol}
+
+
+def _run_deformed(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarray, pilot=None,
+                  req=None) -> tuple[dict, np.ndarray]:
+    """:func:`_run` on the deformed contour with the strengths ``lam``, each a quarter as
+    strong again (at most LAMBDA_RETRIES times, with ``contour_lambda = "auto"``) while the
+    run meets NaN values; the outcome (``evaluations``: of every try) and the strengths of its
+    last try."""
+    spent = 0
+    for _ in range(LAMBDA_RETRIES + 1):
+        out = _run(si, kin, "deform", s, lam, pilot, req)
+        pilot = None
+        spent += out["evaluations"]
+        if out["converged"] or "NaN" not in out["status"] or s.contour_lambda != "auto":
+            break
+        lam = lam * 0.25
+    return dict(out, evaluations=spent), lam
 
 
 def _with_subtraction_bias(value: np.ndarray, error: np.ndarray, precision: str) -> np.ndarray:
@@ -606,9 +623,16 @@ def _with_subtraction_bias(value: np.ndarray, error: np.ndarray, precision: str)
     log_tc = abs(math.log(tc))
     orders = np.arange(value.shape[2])
     bias = np.array([tc * max(1.0, m * log_tc ** (m - 1) / math.factorial(m)) for m in orders])
-    floor = bias[None, None, :] * np.abs(value).max(axis=2, keepdims=True)
-    return (np.where(value.real != 0, np.maximum(error.real, floor), error.real)
-            + 1j * np.where(value.imag != 0, np.maximum(error.imag, floor), error.imag))
+    return _at_least(value, error, bias[None, None, :] * np.abs(value).max(axis=2, keepdims=True))
+
+
+def _at_least(value: np.ndarray, error: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """``error`` with its real and imaginary parts raised to ``floor`` where the matching part
+    of ``value`` is not zero (an exact zero, e.g. the imaginary part at a Euclidean point,
+    keeps its zero error)."""
+    with np.errstate(invalid="ignore"):
+        return (np.where(value.real != 0, np.maximum(error.real, floor), error.real)
+                + 1j * np.where(value.imag != 0, np.maximum(error.imag, floor), error.imag))
 
 
 def _contour_cross_check(si: SeriesIntegrand, kin: np.ndarray, s, lam: np.ndarray,
@@ -668,11 +692,7 @@ def _times_prefactor(pre_lo: int, pre: np.ndarray, lo: int, bare: np.ndarray, er
                 er_im = abs(p.real) * err[:, mb].imag + abs(p.imag) * err[:, mb].real
                 er[:, j] += er_re + 1j * er_im
                 size[:, j] += abs(p) * np.abs(bare[:, mb])
-    floor = ROUNDOFF_ULPS * np.finfo(np.float64).eps * size
-    with np.errstate(invalid="ignore"):
-        er = (np.where(val.real != 0, np.maximum(er.real, floor), er.real)
-              + 1j * np.where(val.imag != 0, np.maximum(er.imag, floor), er.imag))
-    return val, er, first
+    return val, _at_least(val, er, ROUNDOFF_ULPS * np.finfo(np.float64).eps * size), first
 
 
 TOLERANCE_RETRIES = 2
@@ -757,17 +777,11 @@ def _series_group(diagram: Diagram, kin: np.ndarray, s, order: int, req=None) ->
         s_run, spent = s, 0
         for attempt in range(TOLERANCE_RETRIES + 1):
             if mode == "deform":
-                for _ in range(LAMBDA_RETRIES + 1):
-                    out = _run(si, kin[idx], mode, s_run, lam, pilot, req)
-                    pilot = None
-                    spent += out["evaluations"]
-                    if out["converged"] or "NaN" not in out["status"] \
-                            or s.contour_lambda != "auto":
-                        break
-                    lam *= 0.25
+                out, lam = _run_deformed(si, kin[idx], s_run, lam, pilot, req)
+                pilot = None
             else:
                 out = _run(si, kin[idx], mode, s_run, req=req)
-                spent += out["evaluations"]
+            spent += out["evaluations"]
             if not out["converged"]:
                 break
             products = _times_prefactor(pre_lo, pre, si.lo, out["value"][0], out["error"][0],

@@ -544,7 +544,7 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
         # NaN/inf already a relative 1e-4 from a face: the run's points, which never saw it,
         # estimated the integral of a different function
         axis, side = (int(i[0]) for i in np.nonzero(bad)[:2])
-        face = f"x{axis + 1} = {(lo if side == 0 else hi)[axis]:.6g}"
+        face = _face(axis, side, lo, hi)
         return (f"the integrand is NaN or inf at {int(np.sum(np.any(bad, axis=-1)))} of "
                 f"{bad[..., 0].size} probe points {h[0]:g} of the box's width from its faces "
                 f"(first towards {face}), which the run's points did not reach: its value "
@@ -557,10 +557,15 @@ def boundary_singularity(f: Callable, lower, upper) -> str | None:
     axis, side, b, m = (int(i[0]) for i in np.nonzero(grows))
     with np.errstate(all="ignore"):
         e = np.log(a1[axis, side, b, m] / a0[axis, side, b, m]) / np.log(h[1] / h[0])
-    face = f"x{axis + 1} = {(lo if side == 0 else hi)[axis]:.6g}"
+    face = _face(axis, side, lo, hi)
     return (f"the integrand grows like t^{e:.3g} towards the face {face} (t = distance to "
             "the face): an unbounded integrand, for which this engine's error estimate "
             "cannot be trusted")
+
+
+def _face(axis: int, side: int, lo: np.ndarray, hi: np.ndarray) -> str:
+    """The face ``x_axis = lo`` (side 0) or ``= hi`` (side 1) of a box, for a status."""
+    return f"x{axis + 1} = {(lo if side == 0 else hi)[axis]:.6g}"
 
 
 def probe_boundary(r: IntegrationResult, f: Callable, lower, upper) -> IntegrationResult:
