@@ -19,7 +19,7 @@ from typing import Callable
 
 from . import engines
 from .engines.base import (DEFAULT_ATOL, DEFAULT_MAX_EVALS, DEFAULT_RTOL, IntegrationResult,
-                           as_domain)
+                           as_domain, check_indexing)
 
 METHODS = engines.METHODS
 
@@ -33,6 +33,7 @@ def integrate(f: Callable, ndim: int, *, method: str = "auto", domain="cube",
     ``converged``, ``status``, ``evaluations``, ``seconds`` (see its docstring).
     """
     dom = as_domain(domain, ndim)
+    check_indexing(f, ndim)
     method = engines.choose_method(ndim) if method == "auto" else method
     return engines.get(method, **options).integrate(f, dom, rtol=rtol, atol=atol,
                                                    max_evals=max_evals)

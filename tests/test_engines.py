@@ -44,6 +44,21 @@ def test_domains():
         as_domain("cube", 0)
     with pytest.raises(TypeError, match="Box or a Simplex"):
         engines.get("cubature").integrate(lambda x: x[:, 0], "cube")
+    with pytest.raises(ValueError, match="lower must be a number or 2 numbers"):
+        as_domain(([0, 0, 0], [1, 1, 1]), 2)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: x[:, 5],                                     # a static index past the columns
+    lambda x: jnp.take(x, 2, axis=1) + x[:, 0],
+    lambda x: x[:, jnp.array([0, 3])].sum(1),              # an index array
+])
+def test_an_integrand_reading_past_its_variables_is_refused(f):
+    # JAX clamps out-of-range indices: x[:, 5] of a 2-D point would silently read x[:, 1]
+    with pytest.raises(IndexError, match=r"out of bounds.*shape \(n, 2\), columns 0\.\.1"):
+        integrate(f, 2)
+    r = integrate(lambda x: x[:, 1] ** 2, 2, rtol=1e-8)
+    assert r.converged and abs(r.value - 1 / 3) < 1e-8
 
 
 @pytest.mark.parametrize("method", ["iterated", "cubature", "pagani", "qmc", "mc"])

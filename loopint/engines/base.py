@@ -398,6 +398,24 @@ def normalize_integrand(f: Callable, ndim: int, dtype=jnp.float64) -> Normalized
     return dataclasses.replace(norm, fn=lambda x: norm.call(f, x))
 
 
+def check_indexing(f: Callable, ndim: int) -> None:
+    """Raise ``IndexError`` when ``f`` reads ``x`` out of its bounds (e.g. ``x[:, 5]`` with
+    ``ndim = 2``): JAX clamps such indices instead of raising, which would integrate the wrong
+    function without a sign.  ``f`` is run once on two points with JAX's index checks
+    (:mod:`jax.experimental.checkify`); a function the probe cannot run is left to the
+    engines' own tracing, which names the problem (:func:`normalize_integrand`)."""
+    from jax.experimental import checkify
+    x = jnp.full((2, ndim), 0.5, jnp.float64)
+    try:
+        error, _ = checkify.checkify(f, errors=checkify.index_checks)(x)
+    except Exception:        # untraceable or failing integrands: reported by the engines
+        return
+    message = error.get()
+    if message:
+        raise IndexError(f"the integrand indexes out of bounds ({message.strip()}); its points "
+                         f"x have shape (n, {ndim}), columns 0..{ndim - 1}")
+
+
 def tolerance_met(value, error, rtol: float, atol: float) -> bool:
     """True when every component satisfies ``|error| <= max(atol, rtol * |value|)``."""
     v = np.abs(np.asarray(value))
@@ -456,6 +474,10 @@ def check_tolerances(rtol: float, atol: float, max_evals: int) -> None:
 
 def box(lower, upper, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate and broadcast box limits to float64 arrays of shape ``(ndim,)``."""
+    for name, limit in (("lower", lower), ("upper", upper)):
+        if np.ndim(limit) > 1 or np.size(limit) not in (1, ndim):
+            raise ValueError(f"box limit {name} must be a number or {ndim} numbers (one per "
+                             f"variable), got shape {np.shape(limit)}")
     lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (ndim,)).copy()
     hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (ndim,)).copy()
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
