@@ -69,6 +69,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="local devices to use (default all): a scan's points are shared out "
                         "over them, and each engine run shards its evaluations")
     g.add_argument("--quiet", action="store_true", help="no progress display")
+    g.add_argument("--no-server", action="store_true", dest="no_server",
+                   help="compute in this process even where 'loopint serve' runs")
     d = p.add_argument_group("several hosts (jax.distributed)")
     d.add_argument("--distributed", action="store_true",
                    help="join a multi-process run (one process per host, e.g. under srun): the "
@@ -105,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="example: loopint show diagrams/ladder_vertex_2L_k5.toml")
     s.add_argument("file", help="diagram file (TOML)")
     s.add_argument("--device", choices=["cpu", "gpu"], help=argparse.SUPPRESS)
+    s.add_argument("--no-server", action="store_true", dest="no_server",
+                   help="run in this process even where 'loopint serve' runs")
 
     sc = sub.add_parser("scan", help="evaluate many kinematic points as one batched computation",
                         description="Vary kinematic symbols over a grid; all points are one "
@@ -125,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--resume", action="store_true",
                     help="continue an interrupted scan from OUT.partial: finished blocks are "
                          "not computed again")
+
+    sv = sub.add_parser("serve", help="keep a warm process that runs the next compute, scan "
+                                      "and show commands (seconds of start-up saved on each)",
+                        description="Listen on a socket in the cache folder; while this runs, "
+                                    "'loopint compute', 'scan' and 'show' of this user on this "
+                                    "host are run here, in a process that has imported and "
+                                    "traced already. Runs in the foreground (start it with &).",
+                        epilog="example: loopint serve --idle 3600 &",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sv.add_argument("--idle", type=float, default=None, metavar="SECONDS",
+                    help="exit after this long without a command (default 900)")
+    sv.add_argument("--stop", action="store_true", help="stop the running server and exit")
+    sv.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
 
     b = sub.add_parser("bench", help="run the benchmark suite and print the table",
                        epilog="example: loopint bench --suite seeds --quick")
@@ -680,6 +697,13 @@ def main(argv=None) -> int:
     if problem:
         print(f"loopint: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if a.command == "serve":
+        return cmd_serve(a)
+    if _forwards(a):
+        from . import server
+        code = server.forward(sys.argv[1:] if argv is None else list(argv))
+        if code is not None:
+            return code
     if getattr(a, "distributed", False):
         return _distributed(a)
     given = [o for o in ("coordinator", "num_processes", "process_id")
@@ -689,6 +713,33 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return EXIT_BAD_INPUT
     return _dispatch(a)
+
+
+def _forwards(a) -> bool:
+    """Whether to hand the command to a running ``loopint serve`` (:mod:`loopint.server`)."""
+    from .server import FORWARDED, SERVING
+    return (a.command in FORWARDED and not getattr(a, "no_server", False)
+            and not getattr(a, "distributed", False) and SERVING not in os.environ)
+
+
+def cmd_serve(a) -> int:
+    from . import server
+    if a.stop:
+        if server.stop():
+            print("loopint: server stopped", file=sys.stderr)
+            return EXIT_OK
+        print("loopint: no server is running", file=sys.stderr)
+        return EXIT_NOT_CONVERGED
+    idle = server.DEFAULT_IDLE if a.idle is None else a.idle
+    if not idle > 0:
+        print(f"loopint: error: --idle must be > 0 seconds, got {a.idle}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    path = server.socket_path()
+    if path is None:
+        print("loopint: error: no socket path: LOOPINT_SERVER or LOOPINT_CACHE_DIR is empty "
+              "(disk caches off)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return server.serve(path, idle)
 
 
 def _distributed(a) -> int:

@@ -1,8 +1,14 @@
 """Shared test setup."""
 
+import os
+
 import jax
 import mpmath
 import pytest
+
+# the commands the tests run in-process compute there, not in a 'loopint serve' of the user's
+# (tests/test_server.py starts its own, on a socket of its own)
+os.environ["LOOPINT_SERVER"] = ""
 
 
 @pytest.fixture(autouse=True)

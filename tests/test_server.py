@@ -1,0 +1,133 @@
+"""``loopint serve``: commands handed to a warm process give what they give when run alone."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from loopint import server
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FILE = str(ROOT / "diagrams" / "triangle_below_threshold.toml")
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ, LOOPINT_CACHE_DIR=str(tmp_path / "cache"),
+               LOOPINT_SERVER=str(tmp_path / "s.sock"), JAX_PLATFORMS="cpu", **extra)
+    env.pop(server.SERVING, None)
+    return env
+
+
+def _loopint(env, *args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "loopint.cli", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def running(tmp_path):
+    """A server in a subprocess; yields (env, process) and stops it."""
+    env = _env(tmp_path)
+    log = open(tmp_path / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "loopint.cli", "serve", "--idle", "300"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    path = tmp_path / "s.sock"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "serving on" not in (tmp_path / "server.log").read_text():
+        assert proc.poll() is None, (tmp_path / "server.log").read_text()
+        time.sleep(0.2)
+    assert path.exists()
+    yield env, proc
+    if proc.poll() is None:
+        _loopint(env, "serve", "--stop")
+        proc.wait(timeout=60)
+    log.close()
+
+
+def _served(tmp_path) -> str:
+    return (tmp_path / "server.log").read_text()
+
+
+def test_a_served_command_gives_what_it_gives_alone(running, tmp_path):
+    env, proc = running
+    alone = _loopint(env, "compute", FILE, "--rtol", "1e-8", "--json", "alone.json",
+                     "--no-server", cwd=tmp_path)
+    served = _loopint(env, "compute", FILE, "--rtol", "1e-8", "--json", "served.json",
+                      cwd=tmp_path)
+    assert alone.returncode == served.returncode == 0, served.stderr
+    assert "serving: loopint compute" in _served(tmp_path)
+    assert "served.json" in _served(tmp_path) and "alone.json" not in _served(tmp_path)
+    a = json.loads((tmp_path / "alone.json").read_text())
+    s = json.loads((tmp_path / "served.json").read_text())     # relative to the client's cwd
+    for key in ("value", "error", "status", "converged", "evaluations"):
+        assert s[key] == a[key], key
+    # the printed table is the same but for the timing line
+    strip = lambda text: [ln for ln in text.splitlines() if not ln.startswith("evaluations")]  # noqa: E731
+    assert strip(served.stdout) == strip(alone.stdout)
+
+    bad = _loopint(env, "compute", str(tmp_path / "missing.toml"), cwd=tmp_path)
+    bad_alone = _loopint(env, "compute", str(tmp_path / "missing.toml"), "--no-server")
+    assert bad.returncode == bad_alone.returncode == 2
+    assert bad.stderr == bad_alone.stderr and "cannot read file" in bad.stderr
+
+    shown = _loopint(env, "show", FILE)
+    shown_alone = _loopint(env, "show", FILE, "--no-server")
+    assert shown.returncode == shown_alone.returncode == 0
+    assert shown.stdout == shown_alone.stdout and shown.stdout.startswith("diagram ")
+    assert "serving: loopint show" in _served(tmp_path)
+
+
+def test_a_client_in_another_environment_computes_alone(running, tmp_path):
+    env, proc = running
+    other = dict(env, LOOPINT_SOMETHING="1")
+    r = _loopint(other, "show", FILE)
+    assert r.returncode == 0
+    assert "serving: loopint show" not in _served(tmp_path)
+    assert proc.poll() is None                       # the server goes on for its own clients
+
+
+def test_a_server_running_other_code_refuses_and_exits(running, tmp_path):
+    env, proc = running
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(env["LOOPINT_SERVER"])
+    conn.sendall((json.dumps({"argv": ["show", FILE], "cwd": str(tmp_path), "code": "other",
+                              "environment": {}}) + "\n").encode())
+    reply = json.loads(conn.makefile("r").readline())
+    conn.close()
+    assert "refused" in reply
+    assert proc.wait(timeout=60) == 0
+    assert not pathlib.Path(env["LOOPINT_SERVER"]).exists()
+    # with no server the command runs here
+    r = _loopint(env, "show", FILE)
+    assert r.returncode == 0
+
+
+def test_stop_and_idle_exit(tmp_path):
+    env = _env(tmp_path)
+    r = _loopint(env, "serve", "--stop")
+    assert r.returncode == 1 and "no server" in r.stderr
+    t0 = time.monotonic()
+    r = _loopint(env, "serve", "--idle", "1")
+    assert r.returncode == 0 and "idle, exiting" in r.stderr
+    assert time.monotonic() - t0 < 120
+    assert not (tmp_path / "s.sock").exists()
+    r = _loopint(env, "serve", "--idle", "0")
+    assert r.returncode == 2 and "--idle must be > 0" in r.stderr
+
+
+def test_socket_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOOPINT_SERVER", "")
+    assert server.socket_path() is None
+    monkeypatch.delenv("LOOPINT_SERVER")
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path))
+    assert server.socket_path().parent == tmp_path
+    deep = tmp_path / ("d" * 120)
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", str(deep))
+    path = server.socket_path()
+    assert len(str(path)) <= 100 and path.name.endswith(".sock")
+    monkeypatch.setenv("LOOPINT_CACHE_DIR", "")
+    assert server.socket_path() is None
