@@ -19,8 +19,10 @@ by its owner only; ``LOOPINT_SERVER`` names another path, and ``LOOPINT_SERVER="
 server off.
 
 Protocol: one JSON line from the client (``{"argv", "cwd", "code", "environment"}``, or
-``{"stop": true}``), then JSON lines from the server: ``{"out": text}`` and ``{"err": text}``
-as the command writes, and a last ``{"exit": code}`` (or ``{"refused": reason}``).
+``{"stop": true}``), then JSON lines from the server: ``{"accepted": true}`` when it takes the
+command (a client that waits longer says that the server is busy), ``{"out": text}`` and
+``{"err": text}`` as the command writes, and a last ``{"exit": code}`` (or
+``{"refused": reason}``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import logging
 import os
 import pathlib
+import select
 import socket
 import sys
 import time
@@ -53,6 +56,8 @@ SERVING = "LOOPINT_SERVING"
 """Set in the server's own process, so that its commands never forward themselves."""
 
 CONNECT_TIMEOUT = 2.0
+BUSY_NOTICE = 2.0
+"""Seconds a client waits for the server to take its command before saying that it waits."""
 _MAX_SOCKET_PATH = 100          # sun_path holds 104-108 bytes, by platform
 
 
@@ -128,6 +133,9 @@ def forward(argv: list[str]) -> int | None:
         try:
             _send(conn, {"argv": list(argv), "cwd": os.getcwd(), "code": code_fingerprint(),
                          "environment": environment()})
+            if not select.select([conn], [], [], BUSY_NOTICE)[0]:
+                print("loopint: the server is busy with another command; waiting "
+                      "(--no-server computes here)", file=sys.stderr, flush=True)
             for line in conn.makefile("r", encoding="utf-8"):
                 message = json.loads(line)
                 if "out" in message:
@@ -142,6 +150,9 @@ def forward(argv: list[str]) -> int | None:
                     return None
         except (OSError, ValueError):
             pass
+        except KeyboardInterrupt:          # the server abandons the command at its next output
+            print("loopint: interrupted", file=sys.stderr)
+            return 130
     # the connection broke before an exit code: whatever the server wrote is on the screen,
     # and the outputs are written atomically, so the command is run here from the start
     print("loopint: the server stopped during the command; computing here", file=sys.stderr)
@@ -227,6 +238,7 @@ def serve(path: pathlib.Path, idle: float = DEFAULT_IDLE) -> int:
             with conn:
                 if _handle(conn, cli, code, env) == "stop":
                     return 0
+            _release_if_many_mappings(jax)
     except KeyboardInterrupt:
         return 130
     finally:
@@ -256,11 +268,30 @@ def _handle(conn: socket.socket, cli, code: str, env: dict) -> str | None:
             _send(conn, {"refused": "the client's environment differs"})
         return None
     argv = [str(a) for a in request.get("argv", [])]
+    with contextlib.suppress(OSError):
+        _send(conn, {"accepted": True})
     print(f"loopint: serving: loopint {' '.join(argv)}", file=sys.stderr, flush=True)
     exit_code = _run(conn, cli, argv, request.get("cwd") or os.getcwd())
     with contextlib.suppress(OSError):
         _send(conn, {"exit": exit_code})
     return None
+
+
+MAX_MAPPINGS = 30000
+"""Memory mappings of the process above which the server drops JAX's in-memory kernels
+between commands: every executable XLA:CPU holds keeps a few mappings, and a process that
+reaches the kernel's limit (``vm.max_map_count``, 65530 by default) fails loading the next one.
+The persistent compilation cache keeps the reloads cheap."""
+
+
+def _release_if_many_mappings(jax) -> None:
+    try:
+        with open("/proc/self/maps") as fh:
+            mappings = sum(1 for _ in fh)
+    except OSError:                        # not Linux
+        return
+    if mappings > MAX_MAPPINGS:
+        jax.clear_caches()
 
 
 def _run(conn: socket.socket, cli, argv: list[str], cwd: str) -> int:
@@ -278,7 +309,7 @@ def _run(conn: socket.socket, cli, argv: list[str], cwd: str) -> int:
             try:
                 return int(cli.main(argv) or 0)
             except SystemExit as e:
-                return e.code if isinstance(e.code, int) else 1
+                return 0 if e.code is None else e.code if isinstance(e.code, int) else 1
             except ClientGone:
                 print("loopint: client gone, command abandoned", file=sys.__stderr__)
                 return 130

@@ -131,3 +131,45 @@ def test_socket_path(monkeypatch, tmp_path):
     assert len(str(path)) <= 100 and path.name.endswith(".sock")
     monkeypatch.setenv("LOOPINT_CACHE_DIR", "")
     assert server.socket_path() is None
+
+
+def _fake_server(path, reply):
+    """A server in a thread that takes one request and answers with ``reply(conn)``."""
+    import threading
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            conn.makefile("r").readline()
+            reply(conn)
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_client_says_when_the_server_is_busy_and_when_it_breaks_off(monkeypatch, tmp_path,
+                                                                      capsys):
+    path = tmp_path / "f.sock"
+    monkeypatch.setenv("LOOPINT_SERVER", str(path))
+    monkeypatch.setattr(server, "BUSY_NOTICE", 0.2)
+
+    def late(conn):
+        time.sleep(1.0)
+        conn.sendall(b'{"accepted": true}\n{"out": "a value\\n"}\n{"exit": 1}\n')
+
+    thread = _fake_server(path, late)
+    assert server.forward(["compute", "x.toml"]) == 1
+    thread.join()
+    out, err = capsys.readouterr()
+    assert out == "a value\n" and "server is busy" in err
+
+    path.unlink()
+    thread = _fake_server(path, lambda conn: conn.sendall(b'{"accepted": true}\n'))
+    assert server.forward(["compute", "x.toml"]) is None      # then computed here
+    thread.join()
+    assert "server stopped during the command" in capsys.readouterr().err
