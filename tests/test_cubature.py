@@ -13,7 +13,7 @@ import pytest
 import loopint  # noqa: F401  (float64)
 from loopint.engines import base, cubature
 from loopint.engines.cubature import Cubature
-from loopint.engines.regions import BYTES_PER_REGION
+from loopint.engines.regions import bytes_per_region
 from loopint.testfunctions import f3, f4, genz_suite
 
 CASES = {c.name: c for c in genz_suite()}
@@ -82,7 +82,7 @@ def test_scipy_agreement():
 
 def test_memory_limit_returns_honest_best_estimate():
     exact = CASES["f4_5d"].exact
-    r = Cubature(memory_limit=4096 * BYTES_PER_REGION).integrate_box(f4, np.zeros(5), np.ones(5),
+    r = Cubature(memory_limit=4096 * bytes_per_region(5, 1)).integrate_box(f4, np.zeros(5), np.ones(5),
                                                                      rtol=1e-5, max_evals=10**8)
     assert not r.converged
     assert r.status.startswith(base.MEMORY_LIMIT), r.status
@@ -94,7 +94,7 @@ def test_memory_limit_returns_honest_best_estimate():
 def test_retiring_small_error_regions_frees_memory():
     """At the region limit, tail regions of the Gaussian are retired and the run converges."""
     exact = CASES["f4_5d"].exact
-    r = Cubature(memory_limit=4096 * BYTES_PER_REGION).integrate_box(f4, np.zeros(5), np.ones(5),
+    r = Cubature(memory_limit=4096 * bytes_per_region(5, 1)).integrate_box(f4, np.zeros(5), np.ones(5),
                                                                      rtol=1e-3, max_evals=10**7)
     assert r.info["retired_regions"] > 0
     assert r.converged and abs(r.value - exact) <= 1e-3 * exact
@@ -240,7 +240,7 @@ def test_global_estimate_at_the_memory_limit():
     sum (the signed sum alone was over 10 times below it, and understated the true error on
     coarser partitions in 6-8 D, tests/test_generic_digits.py)."""
     exact = CASES["f4_5d"].exact
-    small = 2**14 * BYTES_PER_REGION
+    small = 2**14 * bytes_per_region(5, 1)
     r = Cubature(memory_limit=small, error_estimate="global").integrate_box(
         f4, np.zeros(5), np.ones(5), rtol=1e-9, max_evals=10**8)
     loc = Cubature(memory_limit=small, error_estimate="local").integrate_box(

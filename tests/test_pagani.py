@@ -13,7 +13,7 @@ import pytest
 import loopint  # noqa: F401  (float64)
 from loopint.engines import base
 from loopint.engines.pagani import Pagani
-from loopint.engines.regions import BYTES_PER_REGION
+from loopint.engines.regions import bytes_per_region
 from loopint.testfunctions import f3, f4, genz_suite
 
 CASES = {c.name: c for c in genz_suite()}
@@ -57,7 +57,7 @@ def test_genz_suite(name, rtol, max_evals, must_converge):
 def test_threshold_classification_under_memory_pressure_converges():
     """With room for 4096 regions PAGANI must finish regions by threshold (Algorithm 3)."""
     case = CASES["f3_5d"]
-    r = Pagani(memory_limit=4096 * BYTES_PER_REGION).integrate_box(f3, np.zeros(5), np.ones(5),
+    r = Pagani(memory_limit=4096 * bytes_per_region(5, 1)).integrate_box(f3, np.zeros(5), np.ones(5),
                                                                    rtol=1e-4, max_evals=10**7)
     assert r.converged, r
     assert r.info["threshold_filterings"] > 0 and r.info["finished_regions"] > 0
@@ -69,7 +69,7 @@ def test_threshold_classification_under_memory_pressure_converges():
                                                      (f3, "f3_3d", 3, 1e-8, 512)])
 def test_memory_limit_returns_honest_best_estimate(f, name, ndim, rtol, limit):
     exact = CASES[name].exact
-    r = Pagani(memory_limit=limit * BYTES_PER_REGION).integrate_box(
+    r = Pagani(memory_limit=limit * bytes_per_region(ndim, 1)).integrate_box(
         f, np.zeros(ndim), np.ones(ndim), rtol=rtol, max_evals=10**8)
     assert not r.converged
     assert r.status.startswith(base.MEMORY_LIMIT), r.status

@@ -162,8 +162,12 @@ def test_default_max_regions_follows_the_device_memory():
                 raise RuntimeError("no statistics")
             return {"bytes_limit": self._limit}
 
-    assert cubature.default_max_regions(Dev("cpu", 2**40)) == 2**22
-    assert cubature.default_max_regions(Dev("gpu", int(0.75 * 139 * 2**30))) == 2**24   # H200
-    assert cubature.default_max_regions(Dev("gpu", 8 * 2**30)) == 2**22                # small card
-    assert cubature.default_max_regions(Dev("gpu", 2**50)) == 2**25                    # the cap
-    assert cubature.default_max_regions(Dev("gpu", None)) == 2**22
+    from loopint.engines.regions import bytes_per_region
+    row6, row3 = bytes_per_region(6, 1), bytes_per_region(3, 1)     # 928 and 544 bytes
+    h200 = int(0.75 * 139 * 2**30)
+    assert cubature.default_max_regions(row6, Dev("cpu", 2**40)) == 2**22
+    assert cubature.default_max_regions(row6, Dev("gpu", h200)) == 2**26
+    assert cubature.default_max_regions(row3, Dev("gpu", h200)) == 2**27
+    assert cubature.default_max_regions(row6, Dev("gpu", 8 * 2**30)) == 2**23   # small card
+    assert cubature.default_max_regions(row6, Dev("gpu", 2**50)) == 2**27       # the cap
+    assert cubature.default_max_regions(row6, Dev("gpu", None)) == 2**22

@@ -113,14 +113,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import base, regions
-from .regions import (BYTES_PER_REGION, component_weights, count_carrying, priority,
+from .regions import (component_weights, count_carrying, priority,
                       smallest_within, tolerance_targets, top_mask)
 from .rules.genz_malik import make_rule, two_level_error
 
 METHOD = "cubature"
 
 CPU_MAX_REGIONS = 2**22
-ACCELERATOR_MAX_REGIONS = 2**25
+ACCELERATOR_MAX_REGIONS = 2**27
 ERROR_ESTIMATES = ("auto", "local", "global")
 GLOBAL_RHO = 0.1             # |I9 - I7| above this share of the local error: not asymptotic
 GLOBAL_FIRST_SWEEP = 4096    # live regions before the first sweep of the global estimate
@@ -136,17 +136,17 @@ SWEEP_COMPILE_POINTS = {"cpu": 2 * 10**6}
 SWEEP_COMPILE_POINTS_ACCELERATOR = 5 * 10**8
 
 
-def default_max_regions(device=None) -> int:
+def default_max_regions(region_bytes: int, device=None) -> int:
     """Regions held at once with ``memory_limit=None`` on ``device`` (default: the first
-    device): 2^22 on a CPU; on an accelerator the largest power of two with
-    :data:`~loopint.engines.regions.BYTES_PER_REGION` bytes each within the device memory
-    JAX may use, between 2^22 and 2^25 (2^24 on an H200).  The regulated integrands of the
-    delta sequence at small delta hit the CPU bound (the two-loop ladder vertex at
+    device), ``region_bytes`` each (:func:`~loopint.engines.regions.bytes_per_region`): 2^22
+    on a CPU; on an accelerator the largest power of two within the device memory JAX may
+    use, between 2^22 and 2^27 (on an H200, 2^26 in 6 dimensions).  The regulated integrands
+    of the delta sequence at small delta hit the CPU bound (the two-loop ladder vertex at
     delta = 0.02 in 5 dimensions)."""
     limit = base.device_memory_limit(device)
     if limit <= 0:
         return CPU_MAX_REGIONS
-    k = int(np.floor(np.log2(limit / BYTES_PER_REGION)))
+    k = int(np.floor(np.log2(limit / region_bytes)))
     return int(min(max(2**k, CPU_MAX_REGIONS), ACCELERATOR_MAX_REGIONS))
 
 
@@ -157,7 +157,7 @@ class Cubature(base.Engine):
     Options:
         memory_limit: bytes of device memory the engine may use for its buffers (regions,
             sample chunks); ``memory_limit //``
-            :data:`~loopint.engines.regions.BYTES_PER_REGION` regions are held at once.
+            :func:`~loopint.engines.regions.bytes_per_region` regions are held at once.
             None: automatic, :func:`default_max_regions` regions (2^22 on a CPU, more on an
             accelerator) and 2^21 integrand points per call.
         precision: ``"float64"`` (default) or ``"float32"``.
@@ -236,7 +236,7 @@ class Cubature(base.Engine):
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
                                   memory_limit=self.memory_limit, devices=self.devices,
-                                  default_regions=default_max_regions())
+                                  default_regions=default_max_regions)
         if self.error_estimate == "global" and not self.global_applies(problem.ndim):
             raise ValueError("error_estimate='global' sweeps with the degree-9 rule: it needs "
                              f"rule='genz_malik' and ndim >= 2 (got rule={self.rule!r}, "
@@ -254,7 +254,7 @@ class Cubature(base.Engine):
         problem = regions.prepare(f, lower, upper, rtol=base.DEFAULT_RTOL, atol=0.0,
                                   max_evals=max_evals, precision=self.precision,
                                   rule=self.rule, memory_limit=self.memory_limit,
-                                  devices=self.devices, default_regions=default_max_regions())
+                                  devices=self.devices, default_regions=default_max_regions)
         cap = problem.capacity(max(self.initial_divisions ** problem.ndim, 2))
         parts = {"evaluate": functools.partial(problem.compile_evaluate, cap),
                  "children": functools.partial(_compile_children, problem, cap),

@@ -74,7 +74,7 @@ class Pagani(base.Engine):
     Options:
         memory_limit: bytes of device memory the engine may use for its buffers (regions,
             sample chunks); ``memory_limit //``
-            :data:`~loopint.engines.regions.BYTES_PER_REGION` regions are held at once.
+            :func:`~loopint.engines.regions.bytes_per_region` regions are held at once.
             None: automatic, as the cubature engine
             (:func:`~loopint.engines.cubature.default_max_regions`: 2^22 regions on a CPU,
             sized by the device memory on an accelerator) and 2^21 integrand points per
@@ -121,7 +121,7 @@ class Pagani(base.Engine):
         problem = regions.prepare(f, lower, upper, rtol=rtol, atol=atol, max_evals=max_evals,
                                   precision=self.precision, rule=self.rule,
                                   memory_limit=self.memory_limit, devices=self.devices,
-                                  default_regions=default_max_regions())
+                                  default_regions=default_max_regions)
         run = _Run.start(self, problem, rtol, atol, max_evals)
         return run.result(run.loop(), t0)
 

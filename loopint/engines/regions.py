@@ -22,7 +22,7 @@ them in JAX's caches instead of compiling on its own path.  The engines' ``prepa
 the kernels a run starts with (a deformed contour's run, while its strength is chosen).
 
 Memory: the option ``memory_limit`` (bytes) of both engines bounds the regions held at once
-(:data:`BYTES_PER_REGION` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
+(:func:`bytes_per_region` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
 each, at most :data:`CHUNK_POINTS`), :func:`memory_bounds`.
 
 A run of either engine starts with :func:`prepare` (validation, the integrand seen as real
@@ -418,10 +418,22 @@ AHEAD = CompileAhead()
 # ---------------------------------------------------------------------------------------
 # Memory bounds
 
-# Device bytes per region held: the region arrays (centres, half-widths, values and errors of
-# up to a few dozen components), their children and the evaluation chunk, with room for the
-# rest of a run.
-BYTES_PER_REGION = 4096
+# Device bytes per region held, in units of a region's row (centres and half-widths of d
+# coordinates, values and errors of M components, a split axis): the largest step, the
+# insertion of the children, holds 4.2 rows per region at its peak (its arguments, results and
+# temporaries, XLA's memory analysis of the compiled step for d = 3..8, M = 1..2), and a run
+# keeps its chunk of integrand points besides (:data:`BYTES_PER_POINT`); twice that peak
+# leaves room for the rest of the run.
+REGION_ROWS = 8
+
+
+def bytes_per_region(ndim: int, n_components: int) -> int:
+    """Device bytes held per region of a run in ``ndim`` dimensions with ``n_components``
+    real components: :data:`REGION_ROWS` rows of ``2·ndim + 2·n_components`` float64 numbers
+    and an int32 axis."""
+    return REGION_ROWS * (8 * (2 * ndim + 2 * n_components) + 4)
+
+
 # Bytes per point of one integrand call: its float64 coordinates and values (d + M <= 8).
 BYTES_PER_POINT = 64
 CHUNK_POINTS = 2**21      # most integrand points per call when the memory is not limited
@@ -446,21 +458,21 @@ class MemoryBounds:
     host_chunk_points: int | None = None
 
 
-def memory_bounds(memory_limit: int | None, default_regions: int,
-                  cpu: bool = False) -> MemoryBounds:
-    """The bounds for ``memory_limit`` bytes: ``memory_limit //`` :data:`BYTES_PER_REGION`
-    regions and ``memory_limit //`` :data:`BYTES_PER_POINT` points per call (at most
-    :data:`CHUNK_POINTS`); ``None``: the engine's ``default_regions`` and
-    :data:`CHUNK_POINTS`.  ``cpu``: beyond the first buffer size, chunks of at most
+def memory_bounds(memory_limit: int | None, default_regions: Callable[[int], int],
+                  region_bytes: int, cpu: bool = False) -> MemoryBounds:
+    """The bounds for ``memory_limit`` bytes: ``memory_limit // region_bytes`` regions
+    (:func:`bytes_per_region`) and ``memory_limit //`` :data:`BYTES_PER_POINT` points per call
+    (at most :data:`CHUNK_POINTS`); ``None``: the engine's ``default_regions(region_bytes)``
+    and :data:`CHUNK_POINTS`.  ``cpu``: beyond the first buffer size, chunks of at most
     :data:`CPU_CHUNK_POINTS` points."""
     if memory_limit is None:
-        regions, points = int(default_regions), CHUNK_POINTS
+        regions, points = int(default_regions(region_bytes)), CHUNK_POINTS
     else:
         limit = int(memory_limit)
-        if limit < 2 * BYTES_PER_REGION:
+        if limit < 2 * region_bytes:
             raise ValueError(f"memory_limit must hold at least 2 regions "
-                             f"({2 * BYTES_PER_REGION} bytes), got {memory_limit}")
-        regions, points = limit // BYTES_PER_REGION, min(CHUNK_POINTS, limit // BYTES_PER_POINT)
+                             f"({2 * region_bytes} bytes), got {memory_limit}")
+        regions, points = limit // region_bytes, min(CHUNK_POINTS, limit // BYTES_PER_POINT)
     return MemoryBounds(regions, points, min(points, CPU_CHUNK_POINTS) if cpu else None)
 
 
@@ -613,10 +625,11 @@ class RegionProblem:
 
 def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: int,
             precision: str, rule: str, memory_limit: int | None,
-            default_regions: int, devices: int | None = 1) -> RegionProblem:
+            default_regions: Callable[[int], int], devices: int | None = 1) -> RegionProblem:
     """Validate a run's arguments and fix what its loop needs (:class:`RegionProblem`).
 
-    ``default_regions``: the engine's region bound when ``memory_limit`` is None;
+    ``default_regions``: the engine's region bound when ``memory_limit`` is None, a
+    function of the bytes per region (:func:`bytes_per_region`);
     ``devices``: devices to shard the chunks over (None: all local ones;
     :func:`~loopint.engines.sharding.pow2_count`).
     """
@@ -628,8 +641,9 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
     # chunks from the host on one CPU device: several virtual CPU devices run each call's
     # collectives on a shared thread pool, which many small calls in flight can starve
     cpu = jax.default_backend() == "cpu"
-    memory = memory_bounds(memory_limit, default_regions, cpu=cpu and ndev == 1)
     integrand = base.normalize_integrand(f, ndim, dtype)
+    memory = memory_bounds(memory_limit, default_regions,
+                           bytes_per_region(ndim, integrand.n_components), cpu=cpu and ndev == 1)
     npts = make_rule(rule, ndim).n_points
     kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
                   devices=ndev)
