@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                         epilog="example: loopint serve --idle 3600 &",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     sv.add_argument("--idle", type=float, default=None, metavar="SECONDS",
-                    help="exit after this long without a command (default 900)")
+                    help="exit after this long without a command (default 900; inf: never)")
     sv.add_argument("--stop", action="store_true", help="stop the running server and exit")
     sv.add_argument("--device", choices=["cpu", "gpu"], help="run on this JAX platform")
 
@@ -731,8 +731,9 @@ def cmd_serve(a) -> int:
         print("loopint: no server is running", file=sys.stderr)
         return EXIT_NOT_CONVERGED
     idle = server.DEFAULT_IDLE if a.idle is None else a.idle
-    if not idle > 0:
-        print(f"loopint: error: --idle must be > 0 seconds, got {a.idle}", file=sys.stderr)
+    problem = server.check_idle(idle)
+    if problem:
+        print(f"loopint: error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     path = server.socket_path()
     if path is None:

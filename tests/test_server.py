@@ -90,20 +90,74 @@ def test_a_client_in_another_environment_computes_alone(running, tmp_path):
     assert proc.poll() is None                       # the server goes on for its own clients
 
 
-def test_a_server_running_other_code_refuses_and_exits(running, tmp_path):
-    env, proc = running
+def _request(env, message):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(env["LOOPINT_SERVER"])
-    conn.sendall((json.dumps({"argv": ["show", FILE], "cwd": str(tmp_path), "code": "other",
-                              "environment": {}}) + "\n").encode())
-    reply = json.loads(conn.makefile("r").readline())
+    if message is not None:
+        conn.sendall((json.dumps(message) + "\n").encode())
+        reply = conn.makefile("r").readline()
+    else:
+        reply = None
     conn.close()
+    return json.loads(reply) if reply else None
+
+
+def test_a_server_refuses_other_code_and_survives_bad_connections(running, tmp_path):
+    env, proc = running
+    reply = _request(env, {"argv": ["show", FILE], "cwd": str(tmp_path), "code": "other",
+                           "environment": {}})
     assert "refused" in reply
-    assert proc.wait(timeout=60) == 0
-    assert not pathlib.Path(env["LOOPINT_SERVER"]).exists()
-    # with no server the command runs here
+    _request(env, None)                          # connected, closed, nothing sent
+    _request(env, [])                            # not a request
+    assert _request(env, {"ping": True}) == {"pong": True}
+    again = _loopint(env, "serve", "--idle", "60")          # a second server
+    assert again.returncode == 2 and "already answers" in again.stderr
+    assert proc.poll() is None
     r = _loopint(env, "show", FILE)
-    assert r.returncode == 0
+    assert r.returncode == 0 and _served(tmp_path).count("serving: loopint show") == 1
+
+
+def test_a_client_that_goes_away_stops_its_command(running, tmp_path):
+    import signal
+    env, proc = running
+    args = [sys.executable, "-m", "loopint.cli", "scan", str(ROOT / "diagrams" /
+            "triangle_above_threshold.toml"), "--param", "s=4.5:60:3000", "--rtol", "1e-9",
+            "--quiet", "--csv", "out.csv"]
+    client = subprocess.Popen(args, env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while "serving: loopint scan" not in _served(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    client.send_signal(signal.SIGINT)
+    assert client.wait(timeout=60) == 130
+    deadline = time.monotonic() + 60
+    while "client gone" not in _served(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "client gone" in _served(tmp_path)
+    assert not (tmp_path / "out.csv").exists()
+    r = _loopint(env, "show", FILE)              # the server goes on
+    assert r.returncode == 0 and proc.poll() is None
+
+
+def test_outputs_take_the_clients_umask(running, tmp_path):
+    env, _ = running
+    r = subprocess.run(f"umask 077 && {sys.executable} -m loopint.cli compute {FILE} "
+                       "--json private.json --quiet", shell=True, env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "private.json" in _served(tmp_path)
+    assert (tmp_path / "private.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_code_fingerprint_follows_content_and_the_idle_setting(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    before = server.code_fingerprint(tmp_path)
+    st = (tmp_path / "a.py").stat()
+    (tmp_path / "a.py").write_text("x = 2\n")                 # same size
+    os.utime(tmp_path / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert server.code_fingerprint(tmp_path) != before
+    assert server.check_idle(float("inf")) is None and server.check_idle(1.5) is None
+    assert "--idle" in server.check_idle(0.0) and "--idle" in server.check_idle(float("nan"))
 
 
 def test_stop_and_idle_exit(tmp_path):
@@ -124,7 +178,9 @@ def test_socket_path(monkeypatch, tmp_path):
     assert server.socket_path() is None
     monkeypatch.delenv("LOOPINT_SERVER")
     monkeypatch.setenv("LOOPINT_CACHE_DIR", str(tmp_path))
-    assert server.socket_path().parent == tmp_path
+    assert server.socket_path().parent == tmp_path / "servers"
+    other = server.socket_path(env={"JAX_PLATFORMS": "cpu"})
+    assert other != server.socket_path() and other.parent == tmp_path / "servers"
     deep = tmp_path / ("d" * 120)
     monkeypatch.setenv("LOOPINT_CACHE_DIR", str(deep))
     path = server.socket_path()
