@@ -130,14 +130,16 @@ STORE_CODE = """
     import json
     import jax, numpy as np
     from loopint.engines import cubature, pagani
+    from loopint.engines.regions import bytes_per_region
     from loopint.testfunctions import f4
     assert jax.local_device_count() == 4
     out = {}
-    # a memory bound of 20000 regions: cubature retires regions, PAGANI finishes them by
-    # threshold classification
-    for name, engine in (("cubature", cubature.Cubature), ("pagani", pagani.Pagani)):
+    # a memory bound of 20000 regions (PAGANI, whose degree-9 rule spends the budget sooner:
+    # 4000): cubature retires regions, PAGANI finishes them by threshold classification
+    for name, engine, held in (("cubature", cubature.Cubature, 20000),
+                               ("pagani", pagani.Pagani, 4000)):
         for n in (1, 2, 4):
-            r = engine(devices=n, memory_limit=4096 * 20000).integrate_box(
+            r = engine(devices=n, memory_limit=held * bytes_per_region(4, 1)).integrate_box(
                 f4, np.zeros(4), np.ones(4), rtol=1e-9, max_evals=10**7)
             out[f"{name}/{n}"] = [r.value, r.error, r.status, r.evaluations,
                                   r.info.get("retired_regions"),
