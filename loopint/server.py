@@ -418,12 +418,14 @@ class _Watch:
         self.conn, self.fired = conn, False
         self.done = threading.Event()
         self.lock = threading.Lock()
+        self.wake_r, self.wake_w = os.pipe()          # ends the thread's wait at once
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self.done.is_set():
-            if not select.select([self.conn], [], [], 0.5)[0]:
-                continue
+            ready = select.select([self.conn, self.wake_r], [], [])[0]
+            if self.wake_r in ready or self.done.is_set():
+                return
             if not _gone(self.conn):       # (a client sends nothing after its request)
                 time.sleep(0.5)
                 continue
@@ -440,7 +442,10 @@ class _Watch:
     def __exit__(self, *exc):
         with self.lock:
             self.done.set()
+        os.write(self.wake_w, b"x")
         self.thread.join()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
         if self.fired:                     # an interrupt still pending is absorbed here
             with contextlib.suppress(KeyboardInterrupt):
                 for _ in range(1000):

@@ -171,3 +171,5 @@ def test_default_max_regions_follows_the_device_memory():
     assert cubature.default_max_regions(row6, Dev("gpu", 8 * 2**30)) == 2**23   # small card
     assert cubature.default_max_regions(row6, Dev("gpu", 2**50)) == 2**27       # the cap
     assert cubature.default_max_regions(row6, Dev("gpu", None)) == 2**22
+    wide = bytes_per_region(6, 2048)                  # a batch of 1024 complex points
+    assert cubature.default_max_regions(wide, Dev("gpu", h200)) == 2**18

@@ -121,6 +121,7 @@ METHOD = "cubature"
 
 CPU_MAX_REGIONS = 2**22
 ACCELERATOR_MAX_REGIONS = 2**27
+ACCELERATOR_MIN_REGIONS = 2**16
 ERROR_ESTIMATES = ("auto", "local", "global")
 GLOBAL_RHO = 0.1             # |I9 - I7| above this share of the local error: not asymptotic
 GLOBAL_FIRST_SWEEP = 4096    # live regions before the first sweep of the global estimate
@@ -140,14 +141,15 @@ def default_max_regions(region_bytes: int, device=None) -> int:
     """Regions held at once with ``memory_limit=None`` on ``device`` (default: the first
     device), ``region_bytes`` each (:func:`~loopint.engines.regions.bytes_per_region`): 2^22
     on a CPU; on an accelerator the largest power of two within the device memory JAX may
-    use, between 2^22 and 2^27 (on an H200, 2^26 in 6 dimensions).  The regulated integrands
-    of the delta sequence at small delta hit the CPU bound (the two-loop ladder vertex at
-    delta = 0.02 in 5 dimensions)."""
+    use, between 2^16 and 2^27 (on an H200, 2^26 in 6 dimensions; a vector integrand of
+    many components, as a batch of kinematic points, has wider rows and fewer of them).  The
+    regulated integrands of the delta sequence at small delta hit the CPU bound (the two-loop
+    ladder vertex at delta = 0.02 in 5 dimensions)."""
     limit = base.device_memory_limit(device)
     if limit <= 0:
         return CPU_MAX_REGIONS
     k = int(np.floor(np.log2(limit / region_bytes)))
-    return int(min(max(2**k, CPU_MAX_REGIONS), ACCELERATOR_MAX_REGIONS))
+    return int(min(max(2**k, ACCELERATOR_MIN_REGIONS), ACCELERATOR_MAX_REGIONS))
 
 
 @dataclasses.dataclass(frozen=True)
