@@ -557,11 +557,18 @@ class RegionProblem:
                                    rule=rule, **self.kernel)
         out = _no_estimates(rows=capacity, n_components=self.integrand.n_components,
                             dtype_name=self.kernel["dtype_name"])
+        # several virtual CPU devices run each call's collectives on one shared thread pool:
+        # with many sharded calls in flight a call's participants can wait on each other past
+        # XLA's rendezvous timeout (40 s, the process aborts) on a loaded CPU, so there each
+        # chunk completes before the next is dispatched
+        one_at_a_time = self.kernel["devices"] > 1 and jax.default_backend() == "cpu"
         for start in range(0, int(count), chunk):
             c, h = _take_chunk(centers, halfwidths, np.int32(start), chunk=chunk)
             est = evaluate_chunk(c, h, np.int32(count - start), weights, rule=rule,
                                  **self.kernel)
             out = _put_chunk(out, est, np.int32(start))
+            if one_at_a_time:
+                jax.block_until_ready(out)
         return out
 
     def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
