@@ -136,6 +136,23 @@ def socket_path(code: str | None = None, env: dict | None = None) -> pathlib.Pat
     return path
 
 
+def _any_socket() -> bool:
+    """Whether a server's socket may exist at all (any server of this user's cache folder, of
+    whatever code and environment): a client without one skips :func:`code_fingerprint`,
+    which reads every source file."""
+    explicit = os.environ.get("LOOPINT_SERVER")
+    if explicit is not None:
+        return bool(explicit) and os.path.exists(explicit)
+    from .cache import cache_dir
+    root = cache_dir()
+    if root is None:
+        return False
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:8]
+    folders = ((root / "servers", "server-*.sock"),
+               (pathlib.Path("/tmp") / f"loopint-{os.getuid()}", f"{digest}-server-*.sock"))
+    return any(next(folder.glob(pattern), None) is not None for folder, pattern in folders)
+
+
 def _peer_uid(conn: socket.socket) -> int | None:
     """The user id of the process at the other end (Linux), else None."""
     option = getattr(socket, "SO_PEERCRED", None)
@@ -198,6 +215,8 @@ def forward(argv: list[str]) -> int | None:
     try:
         cwd = os.getcwd()
     except OSError:                      # a deleted folder: the command itself says so
+        return None
+    if not _any_socket():
         return None
     umask = os.umask(0o022)
     os.umask(umask)
