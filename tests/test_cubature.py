@@ -452,6 +452,53 @@ def test_a_large_buffer_evaluated_chunk_by_chunk_equals_one_call():
     assert not np.any(np.asarray(by_chunk.value)[count:])
 
 
+def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(monkeypatch):
+    """On an accelerator the buffers that the base bound of points per call limits are
+    evaluated in chunks of up to ``wide_points`` points, as many as the device memory's share
+    holds at the bytes per point of XLA's memory analysis, while the live rows fill them (then
+    narrow chunks); each region's estimates are those
+    of the narrow chunks to round-off (the compiled reductions of another shape may order
+    their sums differently)."""
+    import dataclasses
+
+    from loopint.engines import regions
+
+    f3d = CASES["f3_3d"]
+    problem = regions.prepare(f3d.f, np.zeros(3), np.ones(3), rtol=1e-6, atol=0.0,
+                              max_evals=10**9, precision="float64", rule="genz_malik",
+                              memory_limit=None, default_regions=lambda _: 2**20)
+    narrow = dataclasses.replace(problem, memory=regions.MemoryBounds(2**20, 2**10))
+    wide = dataclasses.replace(problem, memory=regions.MemoryBounds(2**20, 2**10, None, 2**16))
+    per_point = wide.point_bytes("genz_malik")
+    # coordinates, a value, the chunk's estimates; at most a few kB for this integrand
+    assert 8 * (3 + 1) <= per_point < 4096
+    capacity = 2**14
+    memory = {"bytes": 2**40}
+    monkeypatch.setattr(regions.base, "device_memory_limit", lambda device=None: memory["bytes"])
+    assert narrow.wide_chunk(capacity, capacity) == narrow.chunk(capacity) == 16   # 2^10 / 33
+    assert wide.chunk(capacity) == 16
+    assert wide.wide_chunk(capacity, 1024) == 1024             # 2^16 points / 33
+    assert wide.wide_chunk(capacity, 1023) == 16               # live rows short of one
+    memory["bytes"] = int(2**13 * per_point / regions.CHUNK_MEMORY_SHARE) + 1
+    assert wide.wide_points("genz_malik") == 2**13             # the memory's share binds
+    assert wide.wide_chunk(capacity, capacity) == 128          # 2^13 points / 33
+    memory["bytes"] = 0                                        # no memory statistics
+    assert wide.wide_points("genz_malik") == 2**10
+    memory["bytes"] = 2**40
+    rng = np.random.default_rng(3)
+    halfwidths = jnp.asarray(rng.uniform(0.01, 0.05, (capacity, 3)))
+    centers = jnp.asarray(rng.uniform(0.05, 0.95, (capacity, 3)))
+    count = capacity - 1000
+    a = narrow.evaluate(centers, halfwidths, count, jnp.ones((1,)), capacity)
+    b = wide.evaluate(centers, halfwidths, count, jnp.ones((1,)), capacity)
+    np.testing.assert_allclose(np.asarray(b.value), np.asarray(a.value), rtol=1e-14, atol=0)
+    # an error is a difference of two rules: its round-off is that of the value
+    rounding = 64 * np.finfo(float).eps * np.abs(np.asarray(a.value)) + 1e-300
+    assert np.all(np.abs(np.asarray(b.error) - np.asarray(a.error)) <= rounding)
+    np.testing.assert_array_equal(np.asarray(b.split_axis), np.asarray(a.split_axis))
+    assert int(b.nonfinite) == int(a.nonfinite) == 0
+
+
 def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypatch):
     """Region buffers grow by 8 on a CPU and by 64 on an accelerator (fewer sizes to
     compile); only how many rows a buffer has differs, so both engines converge on either

@@ -23,7 +23,11 @@ the kernels a run starts with (a deformed contour's run, while its strength is c
 
 Memory: the option ``memory_limit`` (bytes) of both engines bounds the regions held at once
 (:func:`bytes_per_region` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
-each, at most :data:`CHUNK_POINTS`), :func:`memory_bounds`.
+each, at most :data:`CHUNK_POINTS`), :func:`memory_bounds`.  Without it, on an accelerator,
+a large buffer is evaluated in wider chunks, up to :data:`ACCELERATOR_CHUNK_POINTS` points as
+far as :data:`CHUNK_MEMORY_SHARE` of the device memory holds them at the bytes per point of
+XLA's memory analysis (:meth:`RegionProblem.wide_chunk`): the host's dispatch of a chunk costs
+about as much as the integrand's work on 2^24 points.
 
 A run of either engine starts with :func:`prepare` (validation, the integrand seen as real
 components, the rule, the memory bounds: a :class:`RegionProblem`) and
@@ -37,6 +41,7 @@ import atexit
 import collections
 import dataclasses
 import functools
+import logging
 import os
 import queue
 import threading
@@ -50,6 +55,8 @@ import numpy as np
 from ..precision import real_dtype
 from . import base, sharding
 from .rules.genz_malik import RegionEstimates, apply_rule, make_rule
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------
@@ -437,6 +444,18 @@ def bytes_per_region(ndim: int, n_components: int) -> int:
 # Bytes per point of one integrand call: its float64 coordinates and values (d + M <= 8).
 BYTES_PER_POINT = 64
 CHUNK_POINTS = 2**21      # most integrand points per call when the memory is not limited
+# On an accelerator, the buffers whose chunks CHUNK_POINTS bounds are evaluated in chunks of up
+# to this many points where the device memory holds them (RegionProblem.wide_points): each
+# chunk costs the host three dispatches, about 0.4 ms on an H200, against 0.36 ms of
+# integrand work for 2^24 points of Genz's f7 in 8-D.  Warm runs of seed 001's targets at
+# rtol 1e-9 on an H200, same evaluations and values: f4 5-D by cubature 1.5-1.8 s with 2^21
+# points per call, 0.57 s with 2^23, 0.38-0.41 s with 2^25; f6 6-D by PAGANI 4.8-5.1 s,
+# 1.3-1.4 s, 1.2 s; f7 8-D by PAGANI 10.0-10.6 s, 2.6 s, 1.15 s.
+ACCELERATOR_CHUNK_POINTS = 2**25
+# Share of the device memory one such call may hold, at the bytes per point that XLA's memory
+# analysis gives for the compiled evaluation (RegionProblem.point_bytes): the region store's
+# bound (bytes_per_region) leaves about half of the memory to the rest of the run.
+CHUNK_MEMORY_SHARE = 1 / 8
 # On a CPU every buffer beyond the first size is evaluated chunk by chunk from the host, in
 # chunks of at most this many points: one compiled integrand kernel serves every larger
 # buffer (each size would otherwise compile its own, 0.6-0.8 s for the pentagon's deformed
@@ -451,22 +470,29 @@ CPU_CHUNK_POINTS = 2**17
 class MemoryBounds:
     """What ``memory_limit`` allows: regions held at once, integrand points per call, and,
     on a CPU (``host_chunk_points``, else None), the points per call of every buffer beyond
-    the first size, which is evaluated chunk by chunk (:data:`CPU_CHUNK_POINTS`)."""
+    the first size, which is evaluated chunk by chunk (:data:`CPU_CHUNK_POINTS`); on an
+    accelerator without ``memory_limit`` (``wide_points``, else None), the most points per
+    call where the device memory holds them (:meth:`RegionProblem.wide_points`)."""
 
     max_regions: int
     chunk_points: int
     host_chunk_points: int | None = None
+    wide_points: int | None = None
 
 
 def memory_bounds(memory_limit: int | None, default_regions: Callable[[int], int],
-                  region_bytes: int, cpu: bool = False) -> MemoryBounds:
+                  region_bytes: int, cpu: bool = False,
+                  accelerator: bool = False) -> MemoryBounds:
     """The bounds for ``memory_limit`` bytes: ``memory_limit // region_bytes`` regions
     (:func:`bytes_per_region`) and ``memory_limit //`` :data:`BYTES_PER_POINT` points per call
     (at most :data:`CHUNK_POINTS`); ``None``: the engine's ``default_regions(region_bytes)``
-    and :data:`CHUNK_POINTS`.  ``cpu``: beyond the first buffer size, chunks of at most
+    and :data:`CHUNK_POINTS`, on an accelerator up to :data:`ACCELERATOR_CHUNK_POINTS` for
+    large buffers (``accelerator``).  ``cpu``: beyond the first buffer size, chunks of at most
     :data:`CPU_CHUNK_POINTS` points."""
     if memory_limit is None:
         regions, points = int(default_regions(region_bytes)), CHUNK_POINTS
+        if accelerator:
+            return MemoryBounds(regions, points, None, ACCELERATOR_CHUNK_POINTS)
     else:
         limit = int(memory_limit)
         if limit < 2 * region_bytes:
@@ -478,6 +504,17 @@ def memory_bounds(memory_limit: int | None, default_regions: Callable[[int], int
 
 # ---------------------------------------------------------------------------------------
 # A run: its fixed data, its counters, its result
+
+
+_POINT_BYTES: dict = {}
+_POINT_BYTES_LOCK = threading.Lock()
+
+
+def _kernel_key(problem: "RegionProblem", rule: str) -> tuple:
+    """What a run's evaluation kernel depends on, for :meth:`RegionProblem.point_bytes`."""
+    k = problem.kernel
+    return (k["f"].signature(), problem.ndim, k["dtype_name"], problem.integrand.n_components,
+            rule, k["devices"], jax.config.jax_default_device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -529,13 +566,74 @@ class RegionProblem:
     def chunk(self, capacity: int, rule: str | None = None) -> int:
         """Regions per integrand call for a buffer of ``capacity`` rows (:func:`chunk_for`);
         on a CPU, beyond the first size, one chunk for every size (:meth:`by_host`)."""
-        npts = make_rule(rule or self.rule, self.ndim).n_points
+        rule = rule or self.rule
+        npts = make_rule(rule, self.ndim).n_points
         if self.by_host(capacity):
             # at most the second size's rows: every buffer evaluated by the host holds a
             # whole number of chunks
             k = _pow2_floor(max(1, self.memory.host_chunk_points // npts))
             return min(k, MIN_CAPACITY * self.step)
         return chunk_for(capacity, npts, self.memory.chunk_points)
+
+    def wide_chunk(self, capacity: int, count: int, rule: str | None = None) -> int:
+        """Regions per integrand call for the full chunks of ``count`` live rows of a buffer
+        evaluated by the host on an accelerator: :meth:`wide_points` of them, a multiple of
+        :meth:`chunk`, at most the buffer; :meth:`chunk` elsewhere, and where the live rows
+        do not fill the widest chunk (:attr:`MemoryBounds.wide_points`), so that runs which
+        never get there neither measure the memory nor compile the wide kernel."""
+        rule = rule or self.rule
+        chunk = self.chunk(capacity, rule)
+        if not self.memory.wide_points or self.by_host(capacity) \
+                or capacity <= CHUNKS_PER_CALL * chunk:
+            return chunk
+        npts = make_rule(rule, self.ndim).n_points
+        if count < min(capacity, _pow2_floor(max(1, self.memory.wide_points // npts))):
+            return chunk
+        wide = _pow2_floor(max(1, self.wide_points(rule) // npts))
+        return max(chunk, min(capacity, wide))
+
+    def wide_points(self, rule: str) -> int:
+        """Points per call of :meth:`wide_chunk`: as many as :data:`CHUNK_MEMORY_SHARE` of the
+        device memory holds at :meth:`point_bytes` each, between ``chunk_points`` and
+        :attr:`MemoryBounds.wide_points`."""
+        narrow, wide = self.memory.chunk_points, self.memory.wide_points
+        per_point = self.point_bytes(rule)
+        limit = base.device_memory_limit()
+        if not wide or per_point is None or limit <= 0:
+            return narrow
+        fits = _pow2_floor(max(1, int(limit * CHUNK_MEMORY_SHARE / per_point)))
+        return max(narrow, min(wide, fits))
+
+    def point_bytes(self, rule: str) -> float | None:
+        """Device bytes per integrand point of the evaluation with ``rule``: XLA's memory
+        analysis (arguments, outputs, temporaries) of the kernel of the smallest buffer, which
+        every run compiles first, over its points; None where the backend gives none.
+        Kept per integrand, shapes and rule for the process."""
+        key = _kernel_key(self, rule)
+        with _POINT_BYTES_LOCK:
+            if key in _POINT_BYTES:
+                return _POINT_BYTES[key]
+        chunk = chunk_for(MIN_CAPACITY, make_rule(rule, self.ndim).n_points,
+                          self.memory.chunk_points)
+        m = self.integrand.n_components
+
+        def spec(*shape, dtype=self.dtype):
+            return jax.ShapeDtypeStruct(shape, dtype)
+
+        rows = spec(MIN_CAPACITY, self.ndim)
+        try:
+            stats = evaluate_buffer.lower(rows, rows, spec(dtype=jnp.int32), spec(m), rule=rule,
+                                          chunk=chunk, **self.kernel).compile().memory_analysis()
+            total = (stats.temp_size_in_bytes + stats.output_size_in_bytes
+                     + stats.argument_size_in_bytes)
+            per_point = total / (chunk * make_rule(rule, self.ndim).n_points)
+        except Exception as e:    # noqa: BLE001 - backends without a memory analysis
+            log.debug("no memory analysis of the %s evaluation: %r; chunks of %d points",
+                      rule, e, self.memory.chunk_points)
+            per_point = None
+        with _POINT_BYTES_LOCK:
+            _POINT_BYTES[key] = per_point
+        return per_point
 
     def by_host(self, capacity: int) -> bool:
         """Whether a buffer of ``capacity`` rows is evaluated chunk by chunk from the host
@@ -548,8 +646,9 @@ class RegionProblem:
         """The rule (this run's, or ``rule``) on rows ``[0, count)`` of a buffer of
         ``capacity`` rows, in chunks (:meth:`chunk`): up to :data:`CHUNKS_PER_CALL` chunks in
         one call of :func:`evaluate_buffer`, more (and on a CPU every buffer beyond the first size,
-        :meth:`by_host`) chunk by chunk (:func:`evaluate_chunk`), with the same arithmetic
-        per region.  Rows ``>= count`` of the outputs are zero."""
+        :meth:`by_host`) chunk by chunk (:func:`evaluate_chunk`), in chunks of
+        :meth:`wide_chunk` while the live rows fill them, with the same arithmetic per region.
+        Rows ``>= count`` of the outputs are zero."""
         rule = rule or self.rule
         chunk = self.chunk(capacity, rule)
         if capacity <= CHUNKS_PER_CALL * chunk and not self.by_host(capacity):
@@ -562,13 +661,18 @@ class RegionProblem:
         # XLA's rendezvous timeout (40 s, the process aborts) on a loaded CPU, so there each
         # chunk completes before the next is dispatched
         one_at_a_time = self.kernel["devices"] > 1 and jax.default_backend() == "cpu"
-        for start in range(0, int(count), chunk):
-            c, h = _take_chunk(centers, halfwidths, np.int32(start), chunk=chunk)
+        # full wide chunks while the live rows fill them, then chunks of the narrow size:
+        # rows past the live count are evaluated too, at most one narrow chunk of them
+        wide, start = self.wide_chunk(capacity, int(count), rule), 0
+        while start < count:
+            size = wide if count - start >= wide else chunk
+            c, h = _take_chunk(centers, halfwidths, np.int32(start), chunk=size)
             est = evaluate_chunk(c, h, np.int32(count - start), weights, rule=rule,
                                  **self.kernel)
             out = _put_chunk(out, est, np.int32(start))
             if one_at_a_time:
                 jax.block_until_ready(out)
+            start += size
         return out
 
     def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
@@ -650,7 +754,8 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
     cpu = jax.default_backend() == "cpu"
     integrand = base.normalize_integrand(f, ndim, dtype)
     memory = memory_bounds(memory_limit, default_regions,
-                           bytes_per_region(ndim, integrand.n_components), cpu=cpu and ndev == 1)
+                           bytes_per_region(ndim, integrand.n_components), cpu=cpu and ndev == 1,
+                           accelerator=not cpu)
     npts = make_rule(rule, ndim).n_points
     kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
                   devices=ndev)
