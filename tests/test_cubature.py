@@ -469,7 +469,7 @@ def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(mon
                               memory_limit=None, default_regions=lambda _: 2**20)
     narrow = dataclasses.replace(problem, memory=regions.MemoryBounds(2**20, 2**10))
     wide = dataclasses.replace(problem, memory=regions.MemoryBounds(2**20, 2**10, None, 2**16))
-    per_point = wide.point_bytes("genz_malik")
+    per_point = wide.point_bytes("genz_malik", 16)
     # coordinates, a value, the chunk's estimates; at most a few kB for this integrand
     assert 8 * (3 + 1) <= per_point < 4096
     capacity = 2**14
@@ -480,10 +480,10 @@ def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(mon
     assert wide.wide_chunk(capacity, 1024) == 1024             # 2^16 points / 33
     assert wide.wide_chunk(capacity, 1023) == 16               # live rows short of one
     memory["bytes"] = int(2**13 * per_point / regions.CHUNK_MEMORY_SHARE) + 1
-    assert wide.wide_points("genz_malik") == 2**13             # the memory's share binds
+    assert wide.wide_points("genz_malik", 16) == 2**13         # the memory's share binds
     assert wide.wide_chunk(capacity, capacity) == 128          # 2^13 points / 33
     memory["bytes"] = 0                                        # no memory statistics
-    assert wide.wide_points("genz_malik") == 2**10
+    assert wide.wide_points("genz_malik", 16) == 2**10
     memory["bytes"] = 2**40
     rng = np.random.default_rng(3)
     halfwidths = jnp.asarray(rng.uniform(0.01, 0.05, (capacity, 3)))
@@ -497,6 +497,35 @@ def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(mon
     assert np.all(np.abs(np.asarray(b.error) - np.asarray(a.error)) <= rounding)
     np.testing.assert_array_equal(np.asarray(b.split_axis), np.asarray(a.split_axis))
     assert int(b.nonfinite) == int(a.nonfinite) == 0
+
+
+def test_a_backend_without_a_usable_memory_analysis_keeps_narrow_chunks(monkeypatch):
+    """Where XLA's memory analysis is missing, fails or reports no bytes, the wide chunks
+    fall back to the base bound of points per call."""
+    import dataclasses
+    import types
+
+    from loopint.engines import regions
+
+    def analysis(stats):
+        compiled = types.SimpleNamespace(memory_analysis=lambda: stats)
+        return types.SimpleNamespace(lower=lambda *a, **k: types.SimpleNamespace(
+            compile=lambda: compiled))
+
+    zero = types.SimpleNamespace(temp_size_in_bytes=0, output_size_in_bytes=0,
+                                 argument_size_in_bytes=0)
+    f3d = CASES["f3_3d"]
+    monkeypatch.setattr(regions.base, "device_memory_limit", lambda device=None: 2**40)
+    for stats in (zero, None):
+        problem = regions.prepare(lambda x, k=id(stats): f3d.f(x), np.zeros(3), np.ones(3),
+                                  rtol=1e-6, atol=0.0, max_evals=10**9, precision="float64",
+                                  rule="genz_malik", memory_limit=None,
+                                  default_regions=lambda _: 2**20)
+        wide = dataclasses.replace(problem,
+                                   memory=regions.MemoryBounds(2**20, 2**10, None, 2**16))
+        monkeypatch.setattr(regions, "evaluate_chunk", analysis(stats))
+        assert wide.point_bytes("genz_malik", 16) is None
+        assert wide.wide_chunk(2**14, 2**14) == wide.chunk(2**14) == 16
 
 
 def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypatch):

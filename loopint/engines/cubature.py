@@ -161,7 +161,8 @@ class Cubature(base.Engine):
             sample chunks); ``memory_limit //``
             :func:`~loopint.engines.regions.bytes_per_region` regions are held at once.
             None: automatic, :func:`default_max_regions` regions (2^22 on a CPU, more on an
-            accelerator) and 2^21 integrand points per call.
+            accelerator) and 2^21 integrand points per call, on an accelerator up to 2^25
+            for large buffers (:meth:`~loopint.engines.regions.RegionProblem.wide_chunk`).
         precision: ``"float64"`` (default) or ``"float32"``.
         share: fraction of the total normalised error carried by the regions split per step.
         min_split: split at least this many regions per step (when that many exist).

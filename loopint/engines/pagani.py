@@ -78,7 +78,8 @@ class Pagani(base.Engine):
             None: automatic, as the cubature engine
             (:func:`~loopint.engines.cubature.default_max_regions`: 2^22 regions on a CPU,
             sized by the device memory on an accelerator) and 2^21 integrand points per
-            call.
+            call, on an accelerator up to 2^25 for large buffers
+            (:meth:`~loopint.engines.regions.RegionProblem.wide_chunk`).
         precision: ``"float64"`` (default) or ``"float32"``.
         relerr_filtering: finish regions whose own relative error meets ``rtol``
             (section 3.5.1); turn off for integrands that change sign.

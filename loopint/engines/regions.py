@@ -9,7 +9,8 @@ buffer in chunks (:meth:`RegionProblem.evaluate`): a buffer of up to
 larger one chunk by chunk from the host (:func:`evaluate_chunk`), so that the compiled code
 that contains the integrand depends on the chunk, not on the buffer: buffers beyond
 ``CHUNKS_PER_CALL·chunk`` rows reuse it, and a run (or the next delta of a sequence) that grows into
-them compiles only the integrand-free bookkeeping.  Regions are ranked by the priority ``p_r = max_k E_{r,k}/τ_k``
+them compiles only the integrand-free bookkeeping (on an accelerator, besides, once per rule,
+the kernel of the wide chunks, when the live rows first fill one: see Memory below).  Regions are ranked by the priority ``p_r = max_k E_{r,k}/τ_k``
 (:func:`tolerance_targets`, :func:`component_weights`, :func:`priority`) and selected by
 octaves of the priority (:func:`top_mask`, :func:`count_carrying`, :func:`smallest_within`),
 a few histogram passes instead of a sort.
@@ -506,7 +507,7 @@ def memory_bounds(memory_limit: int | None, default_regions: Callable[[int], int
 # A run: its fixed data, its counters, its result
 
 
-_POINT_BYTES: dict = {}
+_POINT_BYTES: collections.OrderedDict = collections.OrderedDict()   # the last 64 measured
 _POINT_BYTES_LOCK = threading.Lock()
 
 
@@ -589,50 +590,53 @@ class RegionProblem:
         npts = make_rule(rule, self.ndim).n_points
         if count < min(capacity, _pow2_floor(max(1, self.memory.wide_points // npts))):
             return chunk
-        wide = _pow2_floor(max(1, self.wide_points(rule) // npts))
+        wide = _pow2_floor(max(1, self.wide_points(rule, chunk) // npts))
         return max(chunk, min(capacity, wide))
 
-    def wide_points(self, rule: str) -> int:
+    def wide_points(self, rule: str, chunk: int) -> int:
         """Points per call of :meth:`wide_chunk`: as many as :data:`CHUNK_MEMORY_SHARE` of the
-        device memory holds at :meth:`point_bytes` each, between ``chunk_points`` and
-        :attr:`MemoryBounds.wide_points`."""
+        device memory holds at :meth:`point_bytes` each (measured on the kernel of ``chunk``
+        regions), between ``chunk_points`` and :attr:`MemoryBounds.wide_points`."""
         narrow, wide = self.memory.chunk_points, self.memory.wide_points
-        per_point = self.point_bytes(rule)
+        per_point = self.point_bytes(rule, chunk)
         limit = base.device_memory_limit()
         if not wide or per_point is None or limit <= 0:
             return narrow
         fits = _pow2_floor(max(1, int(limit * CHUNK_MEMORY_SHARE / per_point)))
         return max(narrow, min(wide, fits))
 
-    def point_bytes(self, rule: str) -> float | None:
+    def point_bytes(self, rule: str, chunk: int) -> float | None:
         """Device bytes per integrand point of the evaluation with ``rule``: XLA's memory
-        analysis (arguments, outputs, temporaries) of the kernel of the smallest buffer, which
-        every run compiles first, over its points; None where the backend gives none.
-        Kept per integrand, shapes and rule for the process."""
+        analysis (arguments, outputs, temporaries) of the kernel that evaluates ``chunk``
+        regions (:func:`evaluate_chunk`, the one the host's loop calls anyway), over its
+        points; None where the backend gives none.  Kept per integrand, shapes and rule for
+        the process."""
         key = _kernel_key(self, rule)
         with _POINT_BYTES_LOCK:
             if key in _POINT_BYTES:
                 return _POINT_BYTES[key]
-        chunk = chunk_for(MIN_CAPACITY, make_rule(rule, self.ndim).n_points,
-                          self.memory.chunk_points)
         m = self.integrand.n_components
 
         def spec(*shape, dtype=self.dtype):
             return jax.ShapeDtypeStruct(shape, dtype)
 
-        rows = spec(MIN_CAPACITY, self.ndim)
+        part = spec(chunk, self.ndim)
         try:
-            stats = evaluate_buffer.lower(rows, rows, spec(dtype=jnp.int32), spec(m), rule=rule,
-                                          chunk=chunk, **self.kernel).compile().memory_analysis()
+            stats = evaluate_chunk.lower(part, part, spec(dtype=jnp.int32), spec(m), rule=rule,
+                                         **self.kernel).compile().memory_analysis()
             total = (stats.temp_size_in_bytes + stats.output_size_in_bytes
                      + stats.argument_size_in_bytes)
             per_point = total / (chunk * make_rule(rule, self.ndim).n_points)
         except Exception as e:    # noqa: BLE001 - backends without a memory analysis
-            log.debug("no memory analysis of the %s evaluation: %r; chunks of %d points",
-                      rule, e, self.memory.chunk_points)
+            log.info("no memory analysis of the %s evaluation (%r): chunks of at most %d "
+                     "points", rule, e, self.memory.chunk_points)
+            per_point = None
+        if per_point is not None and not per_point > 0:
             per_point = None
         with _POINT_BYTES_LOCK:
             _POINT_BYTES[key] = per_point
+            while len(_POINT_BYTES) > 64:
+                _POINT_BYTES.popitem(last=False)
         return per_point
 
     def by_host(self, capacity: int) -> bool:
@@ -663,6 +667,8 @@ class RegionProblem:
         one_at_a_time = self.kernel["devices"] > 1 and jax.default_backend() == "cpu"
         # full wide chunks while the live rows fill them, then chunks of the narrow size:
         # rows past the live count are evaluated too, at most one narrow chunk of them
+        # every chunk starts inside the buffer: dynamic slices clamp a start that does not
+        assert capacity % chunk == 0, (capacity, chunk)
         wide, start = self.wide_chunk(capacity, int(count), rule), 0
         while start < count:
             size = wide if count - start >= wide else chunk
@@ -677,7 +683,9 @@ class RegionProblem:
 
     def compile_evaluate(self, capacity: int, rule: str | None = None) -> None:
         """Compile :meth:`evaluate` for a buffer of ``capacity`` rows without running it:
-        the compiled code lands in the caches that a call with these shapes uses."""
+        the compiled code lands in the caches that a call with these shapes uses.  Not the
+        kernel of :meth:`wide_chunk`, which only runs whose live rows fill a wide chunk need
+        and which they compile when they first do."""
         rule = rule or self.rule
         chunk = self.chunk(capacity, rule)
         m = self.integrand.n_components
@@ -753,9 +761,11 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
     # collectives on a shared thread pool, which many small calls in flight can starve
     cpu = jax.default_backend() == "cpu"
     integrand = base.normalize_integrand(f, ndim, dtype)
+    # wide chunks are sized by the local device's memory: not for a program over several
+    # processes, which must all make the same calls
     memory = memory_bounds(memory_limit, default_regions,
                            bytes_per_region(ndim, integrand.n_components), cpu=cpu and ndev == 1,
-                           accelerator=not cpu)
+                           accelerator=not cpu and devices != "global")
     npts = make_rule(rule, ndim).n_points
     kernel = dict(f=base.BoundIntegrand.of(f), ndim=ndim, dtype_name=jnp.dtype(dtype).name,
                   devices=ndev)
