@@ -576,6 +576,11 @@ class RegionProblem:
             return min(k, MIN_CAPACITY * self.step)
         return chunk_for(capacity, npts, self.memory.chunk_points)
 
+    def spec(self, *shape: int, dtype=None) -> jax.ShapeDtypeStruct:
+        """An abstract array of ``shape`` (default dtype: the run's real dtype), to compile
+        for without data."""
+        return jax.ShapeDtypeStruct(shape, self.dtype if dtype is None else dtype)
+
     def wide_chunk(self, capacity: int, count: int, rule: str | None = None) -> int:
         """Regions per integrand call for the full chunks of ``count`` live rows of a buffer
         evaluated by the host on an accelerator: :meth:`wide_points` of them, a multiple of
@@ -615,10 +620,7 @@ class RegionProblem:
         with _POINT_BYTES_LOCK:
             if key in _POINT_BYTES:
                 return _POINT_BYTES[key]
-        m = self.integrand.n_components
-
-        def spec(*shape, dtype=self.dtype):
-            return jax.ShapeDtypeStruct(shape, dtype)
+        m, spec = self.integrand.n_components, self.spec
 
         part = spec(chunk, self.ndim)
         try:
@@ -688,11 +690,7 @@ class RegionProblem:
         and which they compile when they first do."""
         rule = rule or self.rule
         chunk = self.chunk(capacity, rule)
-        m = self.integrand.n_components
-
-        def spec(*shape, dtype=self.dtype):
-            return jax.ShapeDtypeStruct(shape, dtype)
-
+        m, spec = self.integrand.n_components, self.spec
         rows, weights, count = spec(capacity, self.ndim), spec(m), spec(dtype=jnp.int32)
         if capacity <= CHUNKS_PER_CALL * chunk and not self.by_host(capacity):
             evaluate_buffer.lower(rows, rows, count, weights, rule=rule, chunk=chunk,
