@@ -456,7 +456,8 @@ def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(mon
     """On an accelerator the buffers that the base bound of points per call limits are
     evaluated in chunks of up to ``wide_points`` points, as many as the device memory's share
     holds at the bytes per point of XLA's memory analysis, while the live rows fill them (then
-    narrow chunks); each region's estimates are those
+    narrow chunks), and not for integrands of more bytes per point than
+    ``WIDE_MAX_POINT_BYTES`` (costly points); each region's estimates are those
     of the narrow chunks to round-off (the compiled reductions of another shape may order
     their sums differently)."""
     import dataclasses
@@ -484,6 +485,13 @@ def test_wide_chunks_are_sized_by_the_memory_analysis_and_change_no_estimate(mon
     assert wide.wide_chunk(capacity, capacity) == 128          # 2^13 points / 33
     memory["bytes"] = 0                                        # no memory statistics
     assert wide.wide_points("genz_malik", 16) == 2**10
+    memory["bytes"] = 2**40
+    cheap = regions.WIDE_MAX_POINT_BYTES
+    assert per_point <= cheap                                  # a cheap integrand: wide
+    monkeypatch.setattr(regions, "WIDE_MAX_POINT_BYTES", per_point / 2)
+    assert wide.wide_points("genz_malik", 16) == 2**10         # costly points: narrow
+    assert wide.wide_chunk(capacity, capacity) == 16
+    monkeypatch.setattr(regions, "WIDE_MAX_POINT_BYTES", cheap)
     memory["bytes"] = 2**40
     rng = np.random.default_rng(3)
     halfwidths = jnp.asarray(rng.uniform(0.01, 0.05, (capacity, 3)))
@@ -529,15 +537,18 @@ def test_a_backend_without_a_usable_memory_analysis_keeps_narrow_chunks(monkeypa
 
 
 def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypatch):
-    """Region buffers grow by 8 on a CPU and by 64 on an accelerator (fewer sizes to
-    compile); only how many rows a buffer has differs, so both engines converge on either
-    ladder to values within their estimates of each other."""
+    """Region buffers start at 512 rows and grow by 8 on a CPU, start at 32768 and grow by
+    64 on an accelerator (fewer sizes to compile); only how many rows a buffer has differs,
+    so both engines converge on either ladder to values within their estimates of each
+    other."""
     from loopint.engines import regions
     from loopint.engines.pagani import Pagani
 
     runs = {}
-    for step in (regions.CAPACITY_STEP, regions.ACCELERATOR_CAPACITY_STEP):
+    for first, step in ((regions.MIN_CAPACITY, regions.CAPACITY_STEP),
+                        (regions.ACCELERATOR_MIN_CAPACITY, regions.ACCELERATOR_CAPACITY_STEP)):
         monkeypatch.setattr(regions, "capacity_step", lambda cpu, step=step: step)
+        monkeypatch.setattr(regions, "min_capacity", lambda cpu, first=first: first)
         for engine, case, rtol in ((Cubature(error_estimate="local"), CASES["f4_5d"], 1e-5),
                                    (Pagani(), CASES["f3_5d"], 1e-8)):
             r = engine.integrate_box(case.f, np.zeros(5), np.ones(5), rtol=rtol)
@@ -545,9 +556,9 @@ def test_the_accelerator_ladder_of_buffer_sizes_gives_the_same_integral(monkeypa
             assert r.converged, r.status
             assert abs(r.value - case.exact) <= r.error <= rtol * abs(case.exact)
             cap, k = r.info["capacity"], 0
-            while regions.MIN_CAPACITY * step ** k < cap:
+            while first * step ** k < cap:
                 k += 1
-            assert cap == regions.MIN_CAPACITY * step ** k
+            assert cap == first * step ** k
     assert runs[64, "Cubature"].info["capacity"] > runs[8, "Cubature"].info["capacity"]
 
 

@@ -20,7 +20,7 @@ octaves of the priority, no sort; bisection), the integrand evaluation
 :meth:`~loopint.engines.regions.RegionProblem.evaluate` (the only compiled code that depends
 on the integrand, shared with PAGANI) and :func:`_insert` (two-level errors, insertion, new
 totals and next selection size); the host loop (:class:`_Run`) reads a few scalars per
-step.  Buffers have fixed sizes from a ladder (``512·8^k`` on a CPU, ``512·64^k`` on an
+step.  Buffers have fixed sizes from a ladder (``512·8^k`` on a CPU, ``32768·64^k`` on an
 accelerator, :func:`~loopint.engines.regions.capacity_for`), so a run compiles a handful of shapes;
 evaluation runs in chunks whose number follows the live region count.  From
 :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, the steps of the next buffer size
@@ -250,8 +250,9 @@ class Cubature(base.Engine):
     def _prepare_box(self, f, lower, upper, max_evals: int) -> None:
         """Compile the first buffer size's evaluation, bisection and insertion side by side
         in the background (:meth:`~loopint.engines.base.Engine.prepare`): every run needs
-        them, while a larger size may never be reached (a compilation still running when
-        the process ends delays its exit)."""
+        them.  From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on (the first
+        size on an accelerator) the next size's steps follow, as the run's start
+        (:meth:`_Run._compile_ahead`) would queue them, ahead of the work before it."""
         if not regions.ahead_enabled(self.compile_ahead) or self.devices == "global":
             return          # (a program over several processes: each builds it alike)
         problem = regions.prepare(f, lower, upper, rtol=base.DEFAULT_RTOL, atol=0.0,
@@ -264,6 +265,9 @@ class Cubature(base.Engine):
                  "insert": functools.partial(_compile_insert, problem, cap)}
         for part, work in parts.items():
             regions.AHEAD.submit(_ahead_key(problem, part, cap), work)
+        new = problem.capacity(cap * problem.step)
+        if cap >= regions.COMPILE_AHEAD_FROM and new > cap:    # as the run's start would
+            _submit_steps(problem, cap, new)
 
     def global_applies(self, ndim: int) -> bool:
         """Whether the global estimate can be formed: the degree-9 rule of the sweeps
@@ -557,7 +561,7 @@ class _Run:
         split = min(split, max_regions - p.regions)
         if p.regions + split > p.capacity:
             capacity = self.problem.capacity(p.regions + split)
-            regions.AHEAD.wait(self._ahead_key("steps", p.capacity, capacity))
+            _wait_steps(self.problem, p.capacity, capacity)
             p.capacity = capacity
             self.buffers = _grow(self.buffers, rows=capacity)
             self._compile_ahead()
@@ -569,7 +573,7 @@ class _Run:
 
     def _compile_ahead(self) -> None:
         """From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, have the next
-        buffer size's steps (:func:`_compile_steps`) and, with the global estimate (where
+        buffer size's steps (:func:`_submit_steps`) and, with the global estimate (where
         sweeps are deferred, once the run has taken one), the sweeps of this size and the
         next (:func:`_compile_sweep`) compiled in the background."""
         cap = self.progress.capacity
@@ -579,8 +583,7 @@ class _Run:
         new = self.problem.capacity(cap * self.problem.step)
         sizes = (cap, new) if new > cap else (cap,)
         if new > cap:
-            regions.AHEAD.submit(self._ahead_key("steps", cap, new),
-                                 functools.partial(_compile_steps, self.problem, cap, new))
+            _submit_steps(self.problem, cap, new)
         # deferred sweeps only once the run has taken one: most runs whose local estimate
         # converges first never sweep, and a compilation in the background competes with it
         sw = self.sweeps
@@ -780,17 +783,32 @@ def _compile_insert(problem: regions.RegionProblem, rows: int) -> None:
                   atol=scalar, share=scalar, is_complex=problem.integrand.is_complex).compile()
 
 
-def _compile_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
-    """Compile, without running them, the steps of a run whose buffer grows from
-    ``capacity`` to ``new_capacity`` rows: the growth, the bisection, the evaluation of the
-    children and the insertion.  The shapes, static arguments and keyword arguments are those
-    of :class:`_Run`'s calls (JAX's caches tell positional from keyword arguments), so that
-    its calls find the code."""
+def _steps_parts(problem: regions.RegionProblem, capacity: int,
+                 new_capacity: int) -> dict[str, Callable[[], None]]:
+    """The compilations, without running them, of the steps of a run whose buffer grows from
+    ``capacity`` to ``new_capacity`` rows, each on its own so that workers compile them side
+    by side: the growth, the bisection, the evaluation of the children and the insertion.
+    The shapes, static arguments and keyword arguments are those of :class:`_Run`'s calls
+    (JAX's caches tell positional from keyword arguments), so that its calls find the code."""
     _, state = _specs(problem)
-    _grow.lower(state(capacity), rows=new_capacity).compile()
-    _compile_children(problem, new_capacity)
-    problem.compile_evaluate(new_capacity)
-    _compile_insert(problem, new_capacity)
+    return {"grow": lambda: _grow.lower(state(capacity), rows=new_capacity).compile(),
+            "children": functools.partial(_compile_children, problem, new_capacity),
+            "evaluate": functools.partial(problem.compile_evaluate, new_capacity),
+            "insert": functools.partial(_compile_insert, problem, new_capacity)}
+
+
+def _submit_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
+    """Queue :func:`_steps_parts` on :data:`~loopint.engines.regions.AHEAD`, behind the
+    compilations a run needs whether or not it grows (a contour's pilot, the first size)."""
+    for part, work in _steps_parts(problem, capacity, new_capacity).items():
+        regions.AHEAD.submit(_ahead_key(problem, "steps", capacity, new_capacity, part), work,
+                             later=True)
+
+
+def _wait_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
+    """Wait for the parts :func:`_submit_steps` queued, if any."""
+    for part in ("grow", "children", "evaluate", "insert"):
+        regions.AHEAD.wait(_ahead_key(problem, "steps", capacity, new_capacity, part))
 
 
 def _compile_sweep(problem: regions.RegionProblem, rows: int) -> None:

@@ -1,9 +1,9 @@
 """Region buffers: the bookkeeping that the cubature and PAGANI engines share.
 
 Both engines keep a list of boxes, as centres and half-widths, in device buffers whose
-number of rows comes from the ladder ``512·8^k`` on a CPU and ``512·64^k`` on an
-accelerator (:func:`capacity_for`, :func:`capacity_step`), so that a run compiles a handful
-of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is applied to the live rows of a
+number of rows comes from the ladder ``512·8^k`` on a CPU and ``32768·64^k`` on an
+accelerator (:func:`capacity_for`, :func:`min_capacity`, :func:`capacity_step`), so that a
+run compiles a handful of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is applied to the live rows of a
 buffer in chunks (:meth:`RegionProblem.evaluate`): a buffer of up to
 :data:`CHUNKS_PER_CALL` chunks in one jitted call (:func:`evaluate_regions`, :func:`evaluate_buffer`), a
 larger one chunk by chunk from the host (:func:`evaluate_chunk`), so that the compiled code
@@ -42,6 +42,7 @@ import atexit
 import collections
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import queue
@@ -163,17 +164,28 @@ def pow2_ceil(x: int) -> int:
     return 1 << max(0, int(x - 1).bit_length())
 
 
-MIN_CAPACITY = 512
+MIN_CAPACITY = 512        # CPU: the first buffer size
 CAPACITY_STEP = 8         # CPU: region buffers grow 512 → 4096 → 32768 → ...
-# Accelerators: 512 → 32768 → 2^21 → ...  Every buffer size compiles its own steps (the
+# Accelerators: 32768 → 2^21 → 2^27.  Every buffer size compiles its own steps (the
 # bisection, the insertion and, up to CHUNKS_PER_CALL chunks, the evaluation with the
 # integrand), about a second each on a GPU, while the steps' passes over a larger buffer cost
 # the device microseconds.  Cold first call on one H200, same evaluations and values: the
-# pentagon of the physical test set 17.7 s → 9.7 s, its unequal-mass box 8.6 s → 7.3 s.  On a
-# 2-core CPU the same box's warm run took 20 % longer with it (0.50 s → 0.60 s), so the CPU
-# keeps the finer ladder.
+# pentagon of the physical test set took 17.7 s with the step 8 and 9.7 s with 64, its
+# unequal-mass box 8.6 s and 7.3 s; on a 2-core CPU the same box's warm run took 20 % longer
+# with 64 (0.50 s → 0.60 s), so the CPU keeps the finer ladder.  The accelerator's first size
+# is the CPU's third: a run beyond a few hundred regions (every point of the physical test
+# set) outgrows 512 rows within its first steps and would compile the steps of two sizes on
+# its way; the computation after the import of such a first call took 3.3-6.4 s from 32768
+# rows against 5.3-8.6 s from 512 (README, "Physical points in a fresh process").
+ACCELERATOR_MIN_CAPACITY = 32768
 ACCELERATOR_CAPACITY_STEP = 64
 CHUNKS_PER_CALL = 8       # chunks of a buffer evaluated in one jitted call, beyond: by the host
+
+
+def min_capacity(cpu: bool) -> int:
+    """The first buffer size: :data:`MIN_CAPACITY` on a CPU,
+    :data:`ACCELERATOR_MIN_CAPACITY` on an accelerator."""
+    return MIN_CAPACITY if cpu else ACCELERATOR_MIN_CAPACITY
 
 
 def capacity_step(cpu: bool) -> int:
@@ -182,9 +194,9 @@ def capacity_step(cpu: bool) -> int:
     return CAPACITY_STEP if cpu else ACCELERATOR_CAPACITY_STEP
 
 
-def capacity_for(n_regions: int, step: int = CAPACITY_STEP) -> int:
-    """Smallest buffer size on the ladder ``512·step^k`` holding ``n_regions`` regions."""
-    cap = MIN_CAPACITY
+def capacity_for(n_regions: int, step: int = CAPACITY_STEP, first: int = MIN_CAPACITY) -> int:
+    """Smallest buffer size on the ladder ``first·step^k`` holding ``n_regions`` regions."""
+    cap = first
     while cap < n_regions:
         cap *= step
     return cap
@@ -343,7 +355,8 @@ class CompileAhead:
     blocks until the work under a key is done, so that the run does not compile the same code
     a second time next to a worker, and adds the time it waited to :attr:`waited`.  Up to
     ``workers`` (default :func:`ahead_workers`) compilations run at once, in the order they
-    were submitted.  A failed compilation is dropped: the run's own call compiles again and
+    were submitted, except that work submitted with ``later=True`` (what a run needs only if
+    it grows) waits behind all other queued work.  A failed compilation is dropped: the run's own call compiles again and
     reports the error.  At interpreter exit the queued work is dropped and the running
     compilations finished.
     """
@@ -352,12 +365,13 @@ class CompileAhead:
         self._size = size
         self._workers = workers
         self._done: collections.OrderedDict = collections.OrderedDict()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self.waited = 0.0
 
-    def submit(self, key, work: Callable[[], Any]) -> None:
+    def submit(self, key, work: Callable[[], Any], later: bool = False) -> None:
         # compiled for the caller's default device (part of JAX's cache key): a share of a
         # scan pins its thread to one device (loopint.parallel)
         device = jax.config.jax_default_device
@@ -368,7 +382,7 @@ class CompileAhead:
             self._done[key] = done
             while len(self._done) > self._size:
                 self._done.popitem(last=False)
-            self._queue.put((done, work, device))
+            self._queue.put((int(later), next(self._order), (done, work, device)))
             workers = self._workers or ahead_workers()
             if len(self._threads) < workers:
                 if not self._threads:
@@ -379,7 +393,7 @@ class CompileAhead:
                 thread.start()
 
     def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
+        while (item := self._queue.get()[2]) is not None:
             done, work, device = item
             try:
                 with jax.default_device(device):
@@ -409,13 +423,13 @@ class CompileAhead:
             return
         while True:
             try:
-                item = self._queue.get_nowait()
+                item = self._queue.get_nowait()[2]
             except queue.Empty:
                 break
             if item is not None:
                 item[0].set()
         for _ in threads:
-            self._queue.put(None)
+            self._queue.put((0, next(self._order), None))
         for thread in threads:
             thread.join()
 
@@ -457,6 +471,16 @@ ACCELERATOR_CHUNK_POINTS = 2**25
 # analysis gives for the compiled evaluation (RegionProblem.point_bytes): the region store's
 # bound (bytes_per_region) leaves about half of the memory to the rest of the run.
 CHUNK_MEMORY_SHARE = 1 / 8
+# Wide chunks only for integrands whose compiled evaluation needs at most this many bytes per
+# point (XLA's memory analysis, RegionProblem.point_bytes), a stand-in for cheap points, whose
+# narrow chunks take the device about as long as their dispatch: 9-70 bytes for Genz's
+# functions, which the wide chunks made 3-9 times faster (above).  An integrand of costly points
+# gains nothing and can lose: the two-loop ladder's vector of four regulated terms (278-291
+# bytes a point) took 5.2-5.3 s per four terms of 10^9 evaluations with chunks of 2^25 points
+# against 3.4-3.9 s with 2^21, and compiled the wide kernel (4.5 s) on its own path (one H200,
+# one lease, python -m loopint.bench.delta_compiles --rtol 1e-5 with ACCELERATOR_CHUNK_POINTS
+# set to either).
+WIDE_MAX_POINT_BYTES = 128
 # On a CPU every buffer beyond the first size is evaluated chunk by chunk from the host, in
 # chunks of at most this many points: one compiled integrand kernel serves every larger
 # buffer (each size would otherwise compile its own, 0.6-0.8 s for the pentagon's deformed
@@ -533,6 +557,7 @@ class RegionProblem:
             as a :class:`~loopint.engines.base.BoundIntegrand`, dimension, dtype name, local
             devices the chunks are sharded over).
         step: the factor between buffer sizes (:func:`capacity_step`).
+        first: the first buffer size (:func:`min_capacity`).
     """
 
     lower: np.ndarray
@@ -545,6 +570,7 @@ class RegionProblem:
     memory: MemoryBounds
     kernel: dict
     step: int = CAPACITY_STEP
+    first: int = MIN_CAPACITY
 
     @property
     def ndim(self) -> int:
@@ -557,12 +583,13 @@ class RegionProblem:
     @property
     def top_capacity(self) -> int:
         """The largest buffer: on the ladder, and no larger than needed for ``max_regions``."""
-        return min(capacity_for(self.max_regions, self.step), pow2_ceil(self.max_regions))
+        return min(capacity_for(self.max_regions, self.step, self.first),
+                   pow2_ceil(self.max_regions))
 
     def capacity(self, n_regions: int) -> int:
         """The buffer size for ``n_regions`` regions (:func:`capacity_for`, at most
         :attr:`top_capacity`)."""
-        return min(capacity_for(n_regions, self.step), self.top_capacity)
+        return min(capacity_for(n_regions, self.step, self.first), self.top_capacity)
 
     def chunk(self, capacity: int, rule: str | None = None) -> int:
         """Regions per integrand call for a buffer of ``capacity`` rows (:func:`chunk_for`);
@@ -573,7 +600,7 @@ class RegionProblem:
             # at most the second size's rows: every buffer evaluated by the host holds a
             # whole number of chunks
             k = _pow2_floor(max(1, self.memory.host_chunk_points // npts))
-            return min(k, MIN_CAPACITY * self.step)
+            return min(k, self.first * self.step)
         return chunk_for(capacity, npts, self.memory.chunk_points)
 
     def spec(self, *shape: int, dtype=None) -> jax.ShapeDtypeStruct:
@@ -601,11 +628,12 @@ class RegionProblem:
     def wide_points(self, rule: str, chunk: int) -> int:
         """Points per call of :meth:`wide_chunk`: as many as :data:`CHUNK_MEMORY_SHARE` of the
         device memory holds at :meth:`point_bytes` each (measured on the kernel of ``chunk``
-        regions), between ``chunk_points`` and :attr:`MemoryBounds.wide_points`."""
+        regions), between ``chunk_points`` and :attr:`MemoryBounds.wide_points`;
+        ``chunk_points`` for an integrand of more than :data:`WIDE_MAX_POINT_BYTES` a point."""
         narrow, wide = self.memory.chunk_points, self.memory.wide_points
         per_point = self.point_bytes(rule, chunk)
         limit = base.device_memory_limit()
-        if not wide or per_point is None or limit <= 0:
+        if not wide or per_point is None or limit <= 0 or per_point > WIDE_MAX_POINT_BYTES:
             return narrow
         fits = _pow2_floor(max(1, int(limit * CHUNK_MEMORY_SHARE / per_point)))
         return max(narrow, min(wide, fits))
@@ -645,7 +673,7 @@ class RegionProblem:
         """Whether a buffer of ``capacity`` rows is evaluated chunk by chunk from the host
         with the chunk of every larger size: on a CPU beyond the first size
         (:data:`CPU_CHUNK_POINTS`)."""
-        return self.memory.host_chunk_points is not None and capacity > MIN_CAPACITY
+        return self.memory.host_chunk_points is not None and capacity > self.first
 
     def evaluate(self, centers, halfwidths, count: int, weights, capacity: int,
                  rule: str | None = None) -> RegionEstimates:
@@ -769,7 +797,8 @@ def prepare(f: Callable, lower, upper, *, rtol: float, atol: float, max_evals: i
                   devices=ndev)
     return RegionProblem(lower=lo, upper=hi, integrand=integrand, rule=rule,
                          points_per_region=npts, precision=precision, dtype=dtype,
-                         memory=memory, kernel=kernel, step=capacity_step(cpu))
+                         memory=memory, kernel=kernel, step=capacity_step(cpu),
+                         first=min_capacity(cpu))
 
 
 @dataclasses.dataclass
