@@ -251,8 +251,10 @@ class Cubature(base.Engine):
         """Compile the first buffer size's evaluation, bisection and insertion side by side
         in the background (:meth:`~loopint.engines.base.Engine.prepare`): every run needs
         them.  From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on (the first
-        size on an accelerator) the next size's steps follow, as the run's start
-        (:meth:`_Run._compile_ahead`) would queue them, ahead of the work before it."""
+        size on an accelerator) the next size's steps are queued too, as the run's start
+        (:meth:`_Run._compile_ahead`) would queue them, but earlier and behind every other
+        queued compilation (``later``); a run that never grows does not need them, and one
+        still running when the process ends delays its exit."""
         if not regions.ahead_enabled(self.compile_ahead) or self.devices == "global":
             return          # (a program over several processes: each builds it alike)
         problem = regions.prepare(f, lower, upper, rtol=base.DEFAULT_RTOL, atol=0.0,
