@@ -267,9 +267,7 @@ class Cubature(base.Engine):
                  "insert": functools.partial(_compile_insert, problem, cap)}
         for part, work in parts.items():
             regions.AHEAD.submit(_ahead_key(problem, part, cap), work)
-        new = problem.capacity(cap * problem.step)
-        if cap >= regions.COMPILE_AHEAD_FROM and new > cap:    # as the run's start would
-            _submit_steps(problem, cap, new)
+        _queue_next_steps(problem, cap)
 
     def global_applies(self, ndim: int) -> bool:
         """Whether the global estimate can be formed: the degree-9 rule of the sweeps
@@ -582,10 +580,8 @@ class _Run:
         if not regions.ahead_enabled(self.engine.compile_ahead) \
                 or cap < regions.COMPILE_AHEAD_FROM:
             return
-        new = self.problem.capacity(cap * self.problem.step)
+        new = _queue_next_steps(self.problem, cap)
         sizes = (cap, new) if new > cap else (cap,)
-        if new > cap:
-            _submit_steps(self.problem, cap, new)
         # deferred sweeps only once the run has taken one: most runs whose local estimate
         # converges first never sweep, and a compilation in the background competes with it
         sw = self.sweeps
@@ -785,6 +781,9 @@ def _compile_insert(problem: regions.RegionProblem, rows: int) -> None:
                   atol=scalar, share=scalar, is_complex=problem.integrand.is_complex).compile()
 
 
+_STEP_PARTS = ("grow", "children", "evaluate", "insert")   # of _steps_parts, in that order
+
+
 def _steps_parts(problem: regions.RegionProblem, capacity: int,
                  new_capacity: int) -> dict[str, Callable[[], None]]:
     """The compilations, without running them, of the steps of a run whose buffer grows from
@@ -793,10 +792,11 @@ def _steps_parts(problem: regions.RegionProblem, capacity: int,
     The shapes, static arguments and keyword arguments are those of :class:`_Run`'s calls
     (JAX's caches tell positional from keyword arguments), so that its calls find the code."""
     _, state = _specs(problem)
-    return {"grow": lambda: _grow.lower(state(capacity), rows=new_capacity).compile(),
-            "children": functools.partial(_compile_children, problem, new_capacity),
-            "evaluate": functools.partial(problem.compile_evaluate, new_capacity),
-            "insert": functools.partial(_compile_insert, problem, new_capacity)}
+    return dict(zip(_STEP_PARTS, (
+        lambda: _grow.lower(state(capacity), rows=new_capacity).compile(),
+        functools.partial(_compile_children, problem, new_capacity),
+        functools.partial(problem.compile_evaluate, new_capacity),
+        functools.partial(_compile_insert, problem, new_capacity))))
 
 
 def _submit_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
@@ -807,9 +807,19 @@ def _submit_steps(problem: regions.RegionProblem, capacity: int, new_capacity: i
                              later=True)
 
 
+def _queue_next_steps(problem: regions.RegionProblem, capacity: int) -> int:
+    """From :data:`~loopint.engines.regions.COMPILE_AHEAD_FROM` rows on, queue the steps of
+    the size after ``capacity`` (:func:`_submit_steps`); returns that size (``capacity`` at
+    the top of the ladder)."""
+    new = problem.capacity(capacity * problem.step)
+    if capacity >= regions.COMPILE_AHEAD_FROM and new > capacity:
+        _submit_steps(problem, capacity, new)
+    return new
+
+
 def _wait_steps(problem: regions.RegionProblem, capacity: int, new_capacity: int) -> None:
     """Wait for the parts :func:`_submit_steps` queued, if any."""
-    for part in ("grow", "children", "evaluate", "insert"):
+    for part in _STEP_PARTS:
         regions.AHEAD.wait(_ahead_key(problem, "steps", capacity, new_capacity, part))
 
 

@@ -3,8 +3,8 @@
 Both engines keep a list of boxes, as centres and half-widths, in device buffers whose
 number of rows comes from the ladder ``512·8^k`` on a CPU and ``32768·64^k`` on an
 accelerator (:func:`capacity_for`, :func:`min_capacity`, :func:`capacity_step`), so that a
-run compiles a handful of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is applied to the live rows of a
-buffer in chunks (:meth:`RegionProblem.evaluate`): a buffer of up to
+run compiles a handful of shapes.  A rule of :mod:`loopint.engines.rules.genz_malik` is
+applied to the live rows of a buffer in chunks (:meth:`RegionProblem.evaluate`): a buffer of up to
 :data:`CHUNKS_PER_CALL` chunks in one jitted call (:func:`evaluate_regions`, :func:`evaluate_buffer`), a
 larger one chunk by chunk from the host (:func:`evaluate_chunk`), so that the compiled code
 that contains the integrand depends on the chunk, not on the buffer: buffers beyond
@@ -20,7 +20,9 @@ run whose buffer has reached :data:`COMPILE_AHEAD_FROM` rows has the next size's
 compiled by :data:`AHEAD`, background threads, while it computes; a later run (the next
 delta of a sequence, whose regulated integrand needs more regions) or the same run then finds
 them in JAX's caches instead of compiling on its own path.  The engines' ``prepare`` queues
-the kernels a run starts with (a deformed contour's run, while its strength is chosen).
+the kernels a run starts with (a deformed contour's run, while its strength is chosen) and,
+where the first size already has :data:`COMPILE_AHEAD_FROM` rows (an accelerator's), the
+next size's steps behind every other queued compilation.
 
 Memory: the option ``memory_limit`` (bytes) of both engines bounds the regions held at once
 (:func:`bytes_per_region` each) and the integrand points of one call (:data:`BYTES_PER_POINT`
@@ -356,8 +358,8 @@ class CompileAhead:
     a second time next to a worker, and adds the time it waited to :attr:`waited`.  Up to
     ``workers`` (default :func:`ahead_workers`) compilations run at once, in the order they
     were submitted, except that work submitted with ``later=True`` (what a run needs only if
-    it grows) waits behind all other queued work.  A failed compilation is dropped: the run's own call compiles again and
-    reports the error.  At interpreter exit the queued work is dropped and the running
+    it grows) waits behind all other queued work.  A failed compilation is dropped: the run's
+    own call compiles again and reports the error.  At interpreter exit the queued work is dropped and the running
     compilations finished.
     """
 
