@@ -359,8 +359,8 @@ class CompileAhead:
     ``workers`` (default :func:`ahead_workers`) compilations run at once, in the order they
     were submitted, except that work submitted with ``later=True`` (what a run needs only if
     it grows) waits behind all other queued work.  A failed compilation is dropped: the run's
-    own call compiles again and reports the error.  At interpreter exit the queued work is dropped and the running
-    compilations finished.
+    own call compiles again and reports the error.  At interpreter exit the queued work is
+    dropped and the running compilations finished.
     """
 
     def __init__(self, size: int = 64, workers: int | None = None):
@@ -478,10 +478,10 @@ CHUNK_MEMORY_SHARE = 1 / 8
 # narrow chunks take the device about as long as their dispatch: 9-70 bytes for Genz's
 # functions, which the wide chunks made 3-9 times faster (above).  An integrand of costly points
 # gains nothing and can lose: the two-loop ladder's vector of four regulated terms (278-291
-# bytes a point) took 5.2-5.3 s per four terms of 10^9 evaluations with chunks of 2^25 points
-# against 3.4-3.9 s with 2^21, and compiled the wide kernel (4.5 s) on its own path (one H200,
-# one lease, python -m loopint.bench.delta_compiles --rtol 1e-5 with ACCELERATOR_CHUNK_POINTS
-# set to either).
+# bytes a point) took 5.2-5.3 s per four terms of 10^9 evaluations (terms 13-20) with chunks
+# of 2^25 points against 3.5-4.0 s with 2^21, and compiled the wide kernel (4.5 s) on its own
+# path (one H200, one lease, python -m loopint.bench.delta_compiles --rtol 1e-5 with
+# ACCELERATOR_CHUNK_POINTS set to either).
 WIDE_MAX_POINT_BYTES = 128
 # On a CPU every buffer beyond the first size is evaluated chunk by chunk from the host, in
 # chunks of at most this many points: one compiled integrand kernel serves every larger
