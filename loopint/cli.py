@@ -523,6 +523,7 @@ def _checkpoint(a, output: str | None, needs: str) -> str | None:
 
 
 def cmd_compute(a) -> int:
+    import numpy as np
     from .amplitude import compute_file
     from .io import write_json_atomic
     from .problem import load
@@ -532,16 +533,29 @@ def cmd_compute(a) -> int:
     p = load(a.file)
     checkpoint = _checkpoint(a, a.json, "--json OUT")
     r = _compute(a, p, checkpoint=checkpoint, resume=a.resume)
-    _print_result(r, p.reference)
+    # lists in [kinematics] are a batch of points, computed together and listed as a scan's
+    varying = [k for k, v in p.kinematics.items() if np.ndim(v)]
+    rows = _point_rows(r, p.kinematics, varying) if varying else None
+    if rows is None:
+        _print_result(r, p.reference)
+    else:
+        _print_points(r, rows, listing=True, more="use --json")
     if a.json:
         d = r.to_dict()
+        if rows is not None:
+            d["points"] = rows
         d["file"] = os.path.abspath(a.file)
         write_json_atomic(a.json, d)
         if checkpoint and os.path.exists(checkpoint) and r.converged:
             os.unlink(checkpoint)
     if a.plot:
-        from .plot import plot_result
-        plot_result(r, a.plot, title=p.diagram.name)
+        from .plot import plot_result, plot_scan
+        if rows is None:
+            plot_result(r, a.plot, title=p.diagram.name)
+        else:
+            fixed = {k: float(v) for k, v in p.kinematics.items() if k not in varying}
+            plot_scan(rows, varying[0], a.plot, title=p.diagram.name, prefactor=r.prefactor,
+                      fixed=fixed)
     return EXIT_OK if r.converged else EXIT_NOT_CONVERGED
 
 
@@ -582,6 +596,12 @@ def cmd_scan(a) -> int:
                               f"(symbols: {', '.join(p.kinematics)})")
     if len(set(names)) != len(names):
         raise _UsageError("--param: a symbol is given twice")
+    listed = [k for k, v in p.kinematics.items() if np.ndim(v) and k not in names]
+    if listed:
+        raise _UsageError(f"{a.file}: kinematics.{listed[0]} is a list of values (a batch of "
+                          "points), which a --param grid cannot be combined with: give it one "
+                          f"value and scan it with --param {listed[0]}=A:B:N, or compute the "
+                          f"file's list alone with `loopint compute {a.file}`")
     mesh = np.meshgrid(*[g[1] for g in grids], indexing="ij")
     kin = dict(p.kinematics)
     for n, m in zip(names, mesh):
@@ -599,6 +619,37 @@ def cmd_scan(a) -> int:
         checkpoint = None
     r = _compute(a, p, run=scan, kinematics=kin, block=a.block, checkpoint=checkpoint,
                  resume=a.resume)
+    rows = _point_rows(r, kin, names)
+    if a.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+        write_text_atomic(a.csv, buf.getvalue())
+    if a.json:
+        d = r.to_dict()
+        d["points"] = rows
+        d["file"] = os.path.abspath(a.file)
+        write_json_atomic(a.json, d)
+    if a.plot:
+        from .plot import plot_scan
+        fixed = {k: float(v) for k, v in kin.items() if k not in names}
+        if len(names) > 1:
+            title = f"{p.diagram.name}, over a grid of {', '.join(names)}"
+        else:
+            title = p.diagram.name
+        plot_scan(rows, names[0], a.plot, title=title, prefactor=r.prefactor, fixed=fixed)
+    if checkpoint and os.path.exists(checkpoint):
+        os.unlink(checkpoint)          # every point is in the outputs now
+    _print_points(r, rows, listing=not a.csv and not a.json, more="use --csv")
+    return EXIT_OK if r.converged else EXIT_NOT_CONVERGED
+
+
+def _point_rows(r, kin, names) -> list[dict]:
+    """One row per kinematic point of a batched result: the values of the symbols ``names``
+    (those that vary), the value, its error, the Laurent coefficients and derivatives, and
+    the point's status."""
+    import numpy as np
     vals = np.atleast_1d(r.value)
     errs = np.atleast_1d(r.error)
     ok = r.info.get("point_converged") or [r.converged] * len(vals)
@@ -621,36 +672,19 @@ def cmd_scan(a) -> int:
         row["converged"] = bool(ok[i])
         row["status"] = why[i]
         rows.append(row)
-    if a.csv:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-        write_text_atomic(a.csv, buf.getvalue())
-    if a.json:
-        d = r.to_dict()
-        d["points"] = rows
-        d["file"] = os.path.abspath(a.file)
-        write_json_atomic(a.json, d)
-    if a.plot:
-        from .plot import plot_scan
-        fixed = {k: float(v) for k, v in kin.items() if k not in names}
-        if len(names) > 1:
-            title = f"{p.diagram.name}, over a grid of {', '.join(names)}"
-        else:
-            title = p.diagram.name
-        plot_scan(rows, names[0], a.plot, title=title, prefactor=r.prefactor, fixed=fixed)
-    if checkpoint and os.path.exists(checkpoint):
-        os.unlink(checkpoint)          # every point is in the outputs now
+    return rows
+
+
+def _print_points(r, rows: list[dict], listing: bool, more: str) -> None:
+    """The summary line of a batched result and, with ``listing``, its first 20 rows."""
     print(f"{len(rows)} points, {sum(r_['converged'] for r_ in rows)} converged, "
           f"{r.evaluations:.3g} evaluations, {r.seconds:.3g} s, method {r.method}, device {r.device}")
-    if not a.csv and not a.json:
+    if listing:
         for row in rows[:20]:
             print("  " + "  ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                    for k, v in row.items()))
         if len(rows) > 20:
-            print(f"  ... ({len(rows) - 20} more; use --csv)")
-    return EXIT_OK if r.converged else EXIT_NOT_CONVERGED
+            print(f"  ... ({len(rows) - 20} more; {more})")
 
 
 def cmd_bench(a) -> int:

@@ -269,6 +269,11 @@ def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None
         else:
             out[k] = _number(v, where, key)
         if k in diagram.mass_symbols and np.any(np.asarray(out[k]) < 0):
+            if np.ndim(out[k]):
+                i = int(np.flatnonzero(out[k] < 0)[0])
+                raise _err(where, key, f"a list is a batch of kinematic points, and its entry "
+                           f"{i + 1} ({out[k][i]:g}) is a negative mass; masses are given as "
+                           "masses, not squared, and complex masses (a width) are not supported")
             raise _err(where, key, f"mass {k} is negative ({v}); masses are given as masses, not squared")
     missing = [s for s in diagram.kinematic_symbols if s not in out]
     if missing:

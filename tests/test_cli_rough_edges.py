@@ -403,3 +403,33 @@ def test_complex_kinematics_are_refused_as_such(tmp_path, capsys):
     rc, stdout, err = run_main(capsys, "compute", f)
     assert rc == 2 and stdout == "" and one_line_error(err), err
     assert f"{f}: kinematics.m: must be a real number" in err and "width" in err
+
+
+def test_lists_in_the_file_are_a_batch_of_points(tmp_path, capsys):
+    """`compute` on a file whose [kinematics] holds lists computes them as a batch and lists
+    every point with the symbols that vary (and writes them under "points" in --json); each
+    value is the single point's (closed form C0(0,0,s;m,m,m) = -(2/s) arcsin^2(sqrt(s/4m^2))
+    for 0 < s < 4m^2 and its continuation
+    to s < 0, REFERENCES.md); `scan` refuses to pair such a list with a --param grid,
+    and a negative entry of a mass list is named as the entry of a batch."""
+    import math
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace("s = 10.0", "s = [1.0, -2.0]"))
+    rc, out, err = run_main(capsys, "compute", f, "--rtol", "1e-6", "--quiet",
+                            "--json", tmp_path / "r.json")
+    assert rc == 0, err
+    assert out.startswith("2 points, 2 converged") and "Traceback" not in err
+    points = _strict_json(tmp_path / "r.json")["points"]
+    assert [p["s"] for p in points] == [1.0, -2.0]
+    for p in points:
+        s = p["s"]
+        exact = (-(2 / s) * math.asin(math.sqrt(s / 4)) ** 2 if s > 0
+                 else -(2 / -s) * math.asinh(math.sqrt(-s / 4)) ** 2)
+        assert abs(p["re"] - exact) <= max(3 * p["err_re"], 1e-6 * abs(exact)), (p, exact)
+        assert f"s={s:.6g}" in out
+    rc, _, err = run_main(capsys, "scan", f, "--param", "m=1:2:2", "--quiet")
+    assert rc == 2 and one_line_error(err) and f"{f}: kinematics.s is a list" in err, err
+    f.write_text(TRIANGLE.replace("m = 1.0", "m = [1.0, -0.1]"))
+    rc, _, err = run_main(capsys, "compute", f)
+    assert rc == 2 and one_line_error(err), err
+    assert f"{f}: kinematics.m: a list is a batch" in err and "entry 2 (-0.1)" in err
