@@ -307,6 +307,45 @@ def test_degree9_ratio_per_component():
     assert got[0] == pytest.approx(0.01) and np.isnan(got[1])
 
 
+def _swept(errors, counts):
+    """A :class:`cubature._Sweeps` after sweeps of ``counts`` regions whose estimates are
+    ``errors`` (one component, value 1, each change within the error before)."""
+    sw = cubature._Sweeps(points=1)
+    for e, n in zip(errors, counts):
+        value, z = np.ones(1), np.zeros(1)
+        sw.record(value, value, np.array([e / cubature.GLOBAL_SAFETY]), z, z, n, np.ones(1))
+    return sw
+
+
+def test_the_global_estimate_is_carried_forward_at_its_own_rate():
+    """Between sweeps of 10^4 and 5·10^4 regions the estimate fell 8-fold: the rate is
+    ln 8 / ln 5, and a sweep of R regions is predicted at 1e-6·(R/5e4)^-rate."""
+    sw = _swept([8e-6, 1e-6], [10**4, 5 * 10**4])
+    rate = np.log(8) / np.log(5)
+    assert sw.rate[0] == pytest.approx(rate)
+    assert sw.predicted(10**5)[0] == pytest.approx(1e-6 * 2**-rate)
+    # an estimate that did not fall gives no rate, and no prediction
+    assert _swept([1e-6, 1e-6], [10**4, 5 * 10**4]).rate is None
+    assert _swept([1e-6, 1e-6], [10**4, 5 * 10**4]).converges_at(lambda e: True) is None
+
+
+@pytest.mark.parametrize("tolerance, expected", [
+    (0.5e-6, 5e4 * 2**(np.log(5) / np.log(8))),   # inside [1.5, 4] times the last count
+    (0.9e-6, 7.5e4),                               # met already at 1.5 times: sweep there
+    (1e-8, None),                                  # beyond the fourfold count: no stop
+])
+def test_a_step_stops_where_the_sweep_is_predicted_to_converge(tolerance, expected):
+    """:meth:`_Sweeps.converges_at`: the smallest live count (to 1 %) whose predicted global
+    error meets the tolerance, between 1.5 and 4 times the last sweep's count."""
+    sw = _swept([8e-6, 1e-6], [10**4, 5 * 10**4])
+    got = sw.converges_at(lambda e: e[0] <= tolerance)
+    if expected is None:
+        assert got is None
+    else:
+        assert expected <= got <= 1.01 * expected
+        assert sw.predicted(got)[0] <= tolerance
+
+
 def test_global_estimate_of_the_degree9_total(monkeypatch):
     """f3 in 8-D to rtol 1e-6: the degree-7 bound of the sweeps stays 60-130 times above the
     true error of the degree-9 total; scaled by the measured ratio (from the third sweep) the

@@ -60,8 +60,11 @@ then converges at its third sweep (true error 1.5e-7, estimate 9.7e-7, 2.6·10^8
 where the degree-7 bound (2.8e-5) stopped it unconverged at the budget.
 
 Sweeps are taken when the live count has grown fourfold since the last one (from
-:data:`GLOBAL_FIRST_SWEEP` regions) and when the ratio of global to local error seen at the
-last sweep predicts convergence, but not while the local estimate is predicted to meet the
+:data:`GLOBAL_FIRST_SWEEP` regions) and, once it has grown by half, when convergence is
+predicted: by the local error times the ratio of global to local error seen at the last
+sweep, or by the global estimate carried forward at the rate ``R^-a`` at which it fell
+between the last two sweeps (the global error falls faster than the local one, so that the
+ratio alone predicts late); but not while the local estimate is predicted to meet the
 tolerance in fewer integrand points than the sweeps still needed for a validated estimate
 (two, then one) cost, the first one's kernel compilation counted as the points evaluated
 meanwhile (:data:`SWEEP_COMPILE_POINTS`, so that on an accelerator only runs of several
@@ -301,28 +304,60 @@ class _Sweeps:
     swept_regions: int = 0
     next_at: int = GLOBAL_FIRST_SWEEP
     ratio: float | None = None
+    rate: np.ndarray | None = None
     estimate: tuple | None = None
     validated: bool = False
     history: list = dataclasses.field(default_factory=list)
     sums: list = dataclasses.field(default_factory=list)
 
     def due(self, regions: int, predicts_convergence: Callable[[float], bool],
-            local_cost: float = np.inf) -> bool:
+            local_cost: float = np.inf,
+            predicts_global: Callable[[np.ndarray], bool] | None = None) -> bool:
         """Whether to sweep now, with ``regions`` live: the count has reached
-        :attr:`next_at` (fourfold the last sweep's), or it has grown by half and
+        :attr:`next_at` (fourfold the last sweep's), or it has grown by half and either
         ``predicts_convergence(ratio)`` says that the local error scaled by the last
-        global-to-local ratio meets the tolerance; and the sweeps that a validated
-        estimate still needs (two before the first estimate, then one; the first with
-        :attr:`compile_points` for its kernel) cost fewer integrand points than
-        ``local_cost``, what the local estimate alone is predicted to need
-        (:meth:`local_cost`), or sweeps are not deferred."""
+        global-to-local ratio meets the tolerance, or ``predicts_global(error)`` says
+        that the global estimate, carried forward at its own rate (:meth:`predicted`),
+        does; and the sweeps that a validated estimate still needs (two before the first
+        estimate, then one; the first with :attr:`compile_points` for its kernel) cost
+        fewer integrand points than ``local_cost``, what the local estimate alone is
+        predicted to need (:meth:`local_cost`), or sweeps are not deferred."""
         if not self.points:
             return False
-        predicted = (self.ratio is not None and regions >= 1.5 * self.swept_regions
-                     and predicts_convergence(self.ratio))
+        grown = regions >= 1.5 * self.swept_regions
+        predicted = grown and (
+            (self.ratio is not None and predicts_convergence(self.ratio))
+            or (predicts_global is not None and self.rate is not None
+                and predicts_global(self.predicted(regions))))
         needed = 2 if self.estimate is None else 1
         cost = needed * regions * self.points + (self.compile_points if not self.count else 0)
         return (regions >= self.next_at or predicted) and (not self.defer or local_cost >= cost)
+
+    def predicted(self, regions: int) -> np.ndarray:
+        """The global error expected of a sweep of ``regions`` regions: the last
+        estimate falling as ``R^-a`` with the rate ``a`` (per component) between the last
+        two sweeps.  The global error falls faster than the local one (f3 in 8-D between
+        sweeps of 3.2·10^6 and 1.6·10^7 regions: ``R^-1.1`` against ``R^-0.75``), so
+        the ratio of the two at the last sweep predicts convergence late."""
+        return self.estimate[1] * (regions / self.swept_regions) ** -self.rate
+
+    def converges_at(self, met: Callable[[np.ndarray], bool]) -> int | None:
+        """The live count, between half as many again as the last sweep's and the fourfold
+        that triggers the next sweep anyway, at which :meth:`predicted` first meets the
+        tolerance (``met``), to one per cent; None when it does not within that range.  A
+        step stops there (:meth:`_Run._step`) instead of splitting past it, so that the
+        sweep that converges is not taken on up to twice the regions it needs."""
+        if self.rate is None:
+            return None
+        lo, hi = 1.5 * self.swept_regions, float(self.next_at)
+        if not met(self.predicted(hi)):
+            return None
+        if met(self.predicted(lo)):
+            return int(np.ceil(lo))
+        while hi > 1.01 * lo:
+            mid = np.sqrt(lo * hi)
+            lo, hi = (lo, mid) if met(self.predicted(mid)) else (mid, hi)
+        return int(np.ceil(hi))
 
     def local_cost(self, regions: int, excess: float, points_per_region: int) -> float:
         """Integrand points until the local estimate meets the tolerance, predicted from
@@ -361,6 +396,7 @@ class _Sweeps:
         to the local ``local_error`` predicts the next sweep."""
         self.evaluations += regions * self.points
         self.count += 1
+        swept_before = self.swept_regions
         self.swept_regions = regions
         self.next_at = 4 * regions
         previous = self.estimate
@@ -379,6 +415,7 @@ class _Sweeps:
             # yet much better than the degree-7 one, the signed sum misses its own error
             error = np.maximum(error, np.abs(value - previous[0]))
         self.estimate = (value, error)
+        self.rate = _falling_rate(previous, error, swept_before, regions)
         local_error = np.asarray(local_error, np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.ratio = float(np.nanmax(np.where(local_error > 0,
@@ -527,10 +564,16 @@ class _Run:
         if not (p.iterations >= 1 and p.evaluations + p.regions * sw.points <= self.max_evals):
             return False
         if not sw.due(p.regions, lambda ratio: self.problem.met(
-                self.total_value, ratio * self.total_error, self.rtol, self.atol), local_cost):
+                self.total_value, ratio * self.total_error, self.rtol, self.atol), local_cost,
+                self._global_met):
             return False
         self._sweep()
         return sw.met(self.problem, self.rtol, self.atol)
+
+    def _global_met(self, error) -> bool:
+        """Whether a global estimate of ``error`` about the last sweep's value would meet
+        the tolerance."""
+        return self.problem.met(self.sweeps.estimate[0], error, self.rtol, self.atol)
 
     def _sweep(self) -> None:
         """Degree-9 sweep of the live regions: the global estimate, checked against the
@@ -554,6 +597,9 @@ class _Run:
         p, e = self.progress, self.engine
         max_regions = self.problem.max_regions
         split = min(max(wanted, min(e.min_split, p.regions)), p.regions, self._budget_regions())
+        target = self.sweeps.converges_at(self._global_met)
+        if target is not None and p.regions < target < p.regions + split:
+            split = target - p.regions
         if max_regions - p.regions < max(1, split // 2):
             stop = self._retire()
             if stop is not None:
@@ -830,6 +876,18 @@ def _compile_sweep(problem: regions.RegionProblem, rows: int) -> None:
     i32, vec, scalar, values = spec((), jnp.int32), spec((m,)), spec(()), spec((rows, m))
     problem.compile_evaluate(rows, rule="dcuhre9")
     _global_estimate.lower(values, values, values, i32, vec, vec, scalar).compile()
+
+
+def _falling_rate(previous, error, regions_before: int, regions: int) -> np.ndarray | None:
+    """Per component, the rate ``a`` at which the global error fell as ``R^-a`` from the
+    previous sweep's estimate (``previous``, of ``regions_before`` regions) to ``error``
+    (of ``regions``); None unless it fell in every component."""
+    if previous is None or not regions > regions_before > 0:
+        return None
+    before = np.asarray(previous[1], np.float64)
+    if not (np.all(error > 0) and np.all(error < before)):
+        return None
+    return np.log(before / error) / np.log(regions / regions_before)
 
 
 def _covers(previous, current) -> bool:
