@@ -493,6 +493,7 @@ def _compute(a, p, run=None, **kw):
     import warnings
     from .compute import compute
     from .diagram import DiagramError
+    from .engines.base import BudgetError
     from .errors import SpecError
     try:
         with _Progress(a.quiet, label=p.diagram.name) as progress, warnings.catch_warnings():
@@ -505,6 +506,9 @@ def _compute(a, p, run=None, **kw):
         if e.key != "kinematics":
             raise
         raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
+    except BudgetError as e:
+        key = "--max-evals" if getattr(a, "max_evals", None) is not None else "integration.max_evals"
+        raise SpecError(f"{a.file}: {key}: {e}; give a larger budget") from None
     except SpecError as e:
         if str(e).startswith(("kinematics", "derivatives", "devices")):
             raise SpecError(f"{a.file}: {e}") from None
@@ -705,13 +709,26 @@ def _check_outputs(a) -> str | None:
             continue
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
-            return f"{option} {path}: is a folder; give a file name, e.g. {os.path.join(path, 'out')}"
+            example = os.path.join(path, "out." + {"--plot": "png"}.get(option, option[2:]))
+            return f"{option} {path}: is a folder; give a file name, e.g. {example}"
         if not os.path.isdir(folder):
             return f"{option} {path}: folder does not exist"
         if not os.access(folder, os.W_OK | os.X_OK):
             return f"{option} {path}: folder {folder} is not writable"
         if os.path.exists(path) and not os.path.isfile(path):
             return f"{option} {path}: exists and is not a regular file"
+    # an output must not replace the input file or another output of the same run
+    seen = {}
+    source = getattr(a, "file", None)
+    if source:
+        seen[os.path.realpath(source)] = "the input file"
+    for option, path in paths:
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            return f"{option} {path}: is {seen[real]}; give another file name"
+        seen[real] = f"the file of {option}"
     return None
 
 
@@ -821,6 +838,11 @@ def _dispatch(a) -> int:
     except KeyboardInterrupt:
         print("loopint: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # stdout closed by its reader (`loopint compute F | head -2`): the rest of the
+        # output goes nowhere, and Python's flush at exit must not fail on it again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

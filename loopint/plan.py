@@ -159,6 +159,31 @@ def has_blowups(diagram: Diagram) -> bool:
 
 
 # ------------------------------------------------------------------ the points' supports
+FLOAT64_MAX_EXPONENT = 300
+"""|F|^p with p = max(2, |b|) must stay below 10^300 (float64 ends at 1.8e308): the integrand
+takes 1/(F - i delta U) as conj/|.|^2 and raises it to the power b, so a larger F overflows
+there, or underflows in the power, to an exact zero that no error estimate would notice."""
+
+
+def _check_F_range(probe: Integrand, kin: np.ndarray, scale: np.ndarray) -> None:
+    """Refuse points where F, bounded on the simplex by the sum of its coefficients' moduli
+    (``scale``, per monomial), is too large for the integrand in float64
+    (:data:`FLOAT64_MAX_EXPONENT`)."""
+    try:
+        power = max(2.0, abs(float(probe.b.subs(sympy.Symbol("eps"), 0))))
+    except (AttributeError, TypeError):
+        power = 2.0
+    bound = np.sum(scale, axis=1)
+    limit = 10.0 ** (FLOAT64_MAX_EXPONENT / power)
+    if np.any(bound > limit):
+        k = int(np.argmax(bound > limit))
+        raise DiagramError(
+            f"F reaches {bound[k]:.3g} at kinematic point {k} ({point_text(probe, kin[k])}), "
+            f"beyond {limit:.3g}, above which |F|^{power:g} in the integrand overflows "
+            "float64: give the masses and invariants in units in which they are closer to 1 "
+            "(the integral scales as a power of the unit)", "kinematics")
+
+
 def support_groups(probe: Integrand, kin: np.ndarray) -> list[tuple]:
     """The kinematic points grouped by which coefficients of U and F vanish there:
     ``[(keep_U, keep_F, indices)]`` (boolean masks over the monomials of ``probe``)."""
@@ -172,6 +197,8 @@ def support_groups(probe: Integrand, kin: np.ndarray) -> list[tuple]:
                 f"{label} has non-finite coefficients at kinematic point {k} "
                 f"({point_text(probe, kin[k])}): a scalar product or mass divides by zero "
                 "or overflows there", "kinematics")
+        if label == "F":
+            _check_F_range(probe, kin, scale)
         masks.append(np.abs(coef) > ZERO_COEFFICIENT * scale)
     groups: dict = {}
     for k in range(kin.shape[0]):

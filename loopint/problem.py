@@ -138,7 +138,7 @@ def _err(path, key, msg) -> SpecError:
 
 
 def _number(v, path, key, *, positive=False, integer=False, allow_zero=True):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise _err(path, key, f"must be a number, got {v!r}")
     if not math.isfinite(v):
         raise _err(path, key, f"must be finite, got {v!r}")
@@ -366,6 +366,34 @@ def _expression_sources(t: Mapping[str, Any]) -> dict:
     return src
 
 
+def _momentum_names(t: Mapping[str, Any], sp: Mapping[str, Any]) -> set:
+    """The momenta a ``[diagram]`` table names: its external lines', loop and external
+    momenta, and those of its scalar products' keys (as far as they are well formed)."""
+    names = {str(n).strip() for key in sp for n in str(key).split("*")}
+    for line in t.get("external_lines", []) if isinstance(t.get("external_lines"), list) else []:
+        if isinstance(line, (list, tuple)) and line and isinstance(line[0], str):
+            names.add(line[0])
+    for key in ("loop_momenta", "external_momenta"):
+        if isinstance(t.get(key), list):
+            names.update(n for n in t[key] if isinstance(n, str))
+    return names
+
+
+def _check_kinematic_names(t: Mapping[str, Any], sp: Mapping[str, Any], kin_names,
+                           path: str | None) -> None:
+    """A value in ``[kinematics]`` for the regulator eps, or for a momentum, would be ignored:
+    refused instead, naming the key."""
+    if "eps" in kin_names:
+        raise _err(path, "kinematics.eps", "eps is the dimensional regulator, not a kinematic "
+                   "value: dimension = \"4 - 2*eps\" gives the Laurent coefficients in eps; a "
+                   "fixed dimension is given as a number, e.g. dimension = 3.8")
+    clash = [n for n in kin_names if n in _momentum_names(t, sp)]
+    if clash:
+        raise _err(path, f"kinematics.{clash[0]}", f"{clash[0]!r} is a momentum of the diagram, "
+                   "not a mass or invariant: its scalar products are given in "
+                   "diagram.scalar_products")
+
+
 def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None) -> Diagram:
     """Build a :class:`Diagram` from a ``[diagram]`` table, declaring only ``kin_names``."""
     for k in t:
@@ -397,6 +425,7 @@ def diagram_from_table(t: Mapping[str, Any], kin_names, path: str | None = None)
     sp = t.get("scalar_products", {})
     if not isinstance(sp, dict):
         raise _err(path, "diagram.scalar_products", "must be a table of \"p1*p2\" = \"expression\"")
+    _check_kinematic_names(t, sp, kin_names, path)
     allowed = {"graph": {"internal_lines", "external_lines", "eliminate"},
                "propagators": {"loop_momenta", "propagators", "external_momenta"},
                "polynomials": {"U", "F", "variables", "loops"}}[forms[0]]
@@ -524,7 +553,8 @@ def read_toml(path: str | Path) -> dict:
     if len(raw) > MAX_FILE_BYTES:
         raise SpecError(f"{p}: file larger than {MAX_FILE_BYTES} bytes")
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        # "utf-8-sig": a byte-order mark, which some editors write first, is not TOML text
+        return tomllib.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise SpecError(f"{p}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:

@@ -126,9 +126,11 @@ def test_resume_refuses_bad_checkpoints_in_one_line(short_sequence, tmp_path, ca
 # ------------------------------------------------------------------------------- output paths
 def test_unwritable_output_paths_are_refused_before_computing(tmp_path, capsys, monkeypatch):
     cases = [
-        (["compute", ABOVE, "--json", tmp_path], "--json", "is a folder"),
+        (["compute", ABOVE, "--json", tmp_path], "--json",
+         f"is a folder; give a file name, e.g. {tmp_path / 'out.json'}"),
         (["compute", ABOVE, "--plot", tmp_path / "no" / "r.png"], "--plot", "folder does not exist"),
-        (["scan", BELOW, "--param", "s=1:2:3", "--csv", tmp_path], "--csv", "is a folder"),
+        (["scan", BELOW, "--param", "s=1:2:3", "--csv", tmp_path], "--csv",
+         f"e.g. {tmp_path / 'out.csv'}"),
         (["scan", BELOW, "--param", "s=1:2:3", "--json", tmp_path / "no" / "r.json"], "--json",
          "folder does not exist"),
         (["compute", ABOVE, "--json", "/dev/null"], "--json", "not a regular file"),
@@ -218,6 +220,18 @@ def test_overflowing_coefficients_name_the_file_and_key(tmp_path, capsys):
         rc, stdout, err = run_main(capsys, "compute", f, "--quiet")
     assert rc == 2 and stdout == "" and one_line_error(err), err
     assert f"{f}: kinematics: F is not finite at this kinematic point" in err, err
+
+
+def test_invariants_too_large_for_float64_are_refused_not_zero(tmp_path, capsys):
+    """At s = 1e300 (m = 1) the triangle's |F|^2 overflows float64 and every integrand value
+    would be an exact 0, a value 0 +- 0 that meets any tolerance: refused up front, on the
+    contour and on the delta sequence alike, naming the point and what to do."""
+    f = tmp_path / "huge.toml"
+    f.write_text(TRIANGLE.replace("s = 10.0", "s = 1e300"))
+    for extra in ((), ("--contour", "none")):
+        rc, stdout, err = run_main(capsys, "compute", f, "--quiet", *extra)
+        assert rc == 2 and stdout == "" and one_line_error(err), err
+        assert f"{f}: kinematics: F reaches 1e+300" in err and "units" in err, err
 
 
 class _no_warnings:
@@ -433,3 +447,43 @@ def test_lists_in_the_file_are_a_batch_of_points(tmp_path, capsys):
     rc, _, err = run_main(capsys, "compute", f)
     assert rc == 2 and one_line_error(err), err
     assert f"{f}: kinematics.m: a list is a batch" in err and "entry 2 (-0.1)" in err
+
+
+def test_a_budget_below_one_level_is_bad_input(tmp_path, capsys):
+    """max_evals below a QMC level (8 shifts of 1021 points) or an MC chunk: no estimate can
+    be made, and the error names the option or the file's key (exit 2, no traceback)."""
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace("s = 10.0", "s = 1.0"))
+    rc, _, err = run_main(capsys, "compute", f, "--method", "qmc", "--max-evals", "100")
+    assert rc == 2 and one_line_error(err), err
+    assert f"{f}: --max-evals: max_evals=100 is below one level" in err
+    f.write_text(TRIANGLE.replace("s = 10.0", "s = 1.0")
+                 + '[integration]\nmethod = "mc"\nmax_evals = 1000\n')
+    rc, _, err = run_main(capsys, "scan", f, "--param", "s=0.5:2:3", "--quiet")
+    assert rc == 2 and one_line_error(err), err
+    assert f"{f}: integration.max_evals: max_evals=1000 is below one chunk" in err
+
+
+def test_an_output_never_replaces_the_input_or_another_output(tmp_path, capsys):
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE)
+    rc, _, err = run_main(capsys, "compute", f, "--json", f)
+    assert rc == 2 and one_line_error(err) and "is the input file" in err, err
+    assert f.read_text() == TRIANGLE
+    out = tmp_path / "s.csv"
+    rc, _, err = run_main(capsys, "scan", f, "--param", "s=5:6:2", "--csv", out, "--json", out)
+    assert rc == 2 and one_line_error(err) and "is the file of --json" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value, key, says", [
+    ("eps = 0.1", "kinematics.eps", "dimensional regulator"),
+    ("p1 = 2.0", "kinematics.p1", "is a momentum of the diagram"),
+])
+def test_kinematic_values_that_would_be_ignored_are_refused(tmp_path, capsys, value, key, says):
+    """A value for the regulator eps, or for a momentum, would change nothing: refused."""
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace("m = 1.0", f"m = 1.0\n{value}"))
+    rc, stdout, err = run_main(capsys, "compute", f)
+    assert rc == 2 and stdout == "" and one_line_error(err), err
+    assert f"{f}: {key}: " in err and says in err, err

@@ -266,6 +266,10 @@ def test_check_kinematics_for_the_python_api():
         check_kinematics(d, {"m": 1.0, "s": math.inf})
     out = check_kinematics(d, {"m": 1, "s": np.linspace(0, 1, 4)})
     assert out["m"] == 1.0 and out["s"].shape == (4,)
+    out = check_kinematics(d, {"m": np.int64(1), "s": np.float32(0.5)})   # NumPy scalars
+    assert out == {"m": 1.0, "s": 0.5} and all(type(v) is float for v in out.values())
+    with pytest.raises(SpecError, match="kinematics.s: must be a number"):
+        check_kinematics(d, {"m": 1.0, "s": np.bool_(True)})
     bubble = Diagram.from_graph([["0", [1, 2]], ["0", [2, 1]]], [["p", 1], ["q", 2]],
                                 {"p*p": "s"}, dimension=3)
     with pytest.raises(SpecError, match="scaleless integral at this kinematic point"):
@@ -291,6 +295,10 @@ def test_file_level_errors(tmp_path):
     f.write_bytes(b'[diagram]\nname = "caf\xe9"\n')
     with pytest.raises(SpecError, match=r"latin1.toml: not UTF-8"):
         load(f)
+    bom = tmp_path / "bom.toml"      # a byte-order mark before the text is not TOML's
+    bom.write_bytes(b"\xef\xbb\xbf" + TRIANGLE.encode())
+    import tomllib
+    assert load(bom).kinematics == problem_from_dict(tomllib.loads(TRIANGLE)).kinematics
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * 1_100_000 + "\n" + TRIANGLE)
     with pytest.raises(SpecError, match=r"big.toml: file larger than"):

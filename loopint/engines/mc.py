@@ -490,7 +490,7 @@ class MonteCarlo(base.Engine):
         chunk_blocks = -(-chunk_blocks // ndev) * ndev
         chunk_evals = chunk_blocks * block_evals
         if max_evals // chunk_evals < 1:
-            raise ValueError(f"max_evals={max_evals} is below one chunk ({chunk_evals} "
+            raise base.BudgetError(f"max_evals={max_evals} is below one chunk ({chunk_evals} "
                              f"evaluations = {chunk_blocks} blocks of {BLOCK} samples on {ndev} "
                              "device(s))")
         return chunk_blocks, chunk_evals

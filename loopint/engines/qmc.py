@@ -298,7 +298,7 @@ class QuasiMonteCarlo(base.Engine):
             ladder = lattice_mod.ladder(range(k0, max(k0, max_log2) + 1))
         q = int(self.n_shifts)
         if q * ladder[0] > max_evals:
-            raise ValueError(f"max_evals={max_evals} is below one level "
+            raise base.BudgetError(f"max_evals={max_evals} is below one level "
                              f"({q} shifts x {ladder[0]} points)")
         return ladder
 

@@ -749,7 +749,7 @@ class RegionProblem:
             raise ValueError(f"initial_divisions={divisions} gives {count} regions, more than "
                              f"memory_limit holds ({self.max_regions} regions)")
         if count * self.points_per_region > max_evals:
-            raise ValueError(f"max_evals={max_evals} is below one rule application on the "
+            raise base.BudgetError(f"max_evals={max_evals} is below one rule application on the "
                              f"{count} initial region(s) ({count * self.points_per_region} "
                              "points)")
         cap = self.capacity(max(count, 2))

@@ -37,9 +37,10 @@ MAX_CONSTANT_DIGITS = 400  # digits of an exact constant built from literal powe
 MAX_EXPANDED_TERMS = 5_000  # bound on the number of terms of sympy.expand(result)
 MAX_DEGREE = 64            # bound on the total degree of the result in its symbols
 
+# ASCII only: digits of other scripts (\d matches them) are refused, not read as numbers
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
-    r"|(?P<op>\*\*|[-+*/()^]))")
+    r"|(?P<op>\*\*|[-+*/()^]))", re.ASCII)
 
 
 class ExpressionError(ValueError):
@@ -180,7 +181,7 @@ class _Parser:
 
 
 def _number(text: str):
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"[0-9]+", text):
         if len(text) > MAX_CONSTANT_DIGITS:
             raise ExpressionError("integer literal too long")
         return sympy.Integer(int(text))
