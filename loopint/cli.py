@@ -507,12 +507,16 @@ def _compute(a, p, run=None, **kw):
             raise
         raise SpecError(f"{a.file}: kinematics: {_kinematics_message(e)}") from None
     except BudgetError as e:
-        key = "--max-evals" if getattr(a, "max_evals", None) is not None else "integration.max_evals"
-        raise SpecError(f"{a.file}: {key}: {e}; give a larger budget") from None
+        raise SpecError(f"{a.file}: {_budget_key(a)}: {e}; give a larger budget") from None
     except SpecError as e:
         if str(e).startswith(("kinematics", "derivatives", "devices")):
             raise SpecError(f"{a.file}: {e}") from None
         raise
+
+
+def _budget_key(a) -> str:
+    """Where the evaluation budget of a command came from: the option or the file's key."""
+    return "--max-evals" if getattr(a, "max_evals", None) is not None else "integration.max_evals"
 
 
 def _checkpoint(a, output: str | None, needs: str) -> str | None:
@@ -529,9 +533,15 @@ def _checkpoint(a, output: str | None, needs: str) -> str | None:
 def cmd_compute(a) -> int:
     import numpy as np
     from .amplitude import compute_file
+    from .engines.base import BudgetError
+    from .errors import SpecError
     from .io import write_json_atomic
     from .problem import load
-    rc = compute_file(a, _overrides(a))   # an [amplitude] file: the weighted sum of its terms
+    try:
+        rc = compute_file(a, _overrides(a))   # an [amplitude] file: the weighted sum of its terms
+    except BudgetError as e:
+        raise SpecError(f"{a.file}: {_budget_key(a)}: a term's share of the budget is too "
+                        f"small ({e}); give a larger budget") from None
     if rc is not None:
         return rc
     p = load(a.file)
@@ -700,11 +710,12 @@ def _check_outputs(a) -> str | None:
     """Why an output path (--json, --csv, --plot, and --json's checkpoint) cannot be written,
     or None: checked before anything is computed."""
     paths = [(f"--{o}", getattr(a, o, None)) for o in ("json", "csv", "plot")]
+    checkpoints = []
     if getattr(a, "json", None) and getattr(a, "command", None) == "compute":
-        paths.append(("--json", f"{a.json}.partial"))
+        checkpoints.append(("--json", f"{a.json}.partial"))
     if getattr(a, "command", None) == "scan" and (a.csv or a.json):
-        paths.append(("--csv" if a.csv else "--json", f"{a.csv or a.json}.partial"))
-    for option, path in paths:
+        checkpoints.append(("--csv" if a.csv else "--json", f"{a.csv or a.json}.partial"))
+    for option, path in paths + checkpoints:
         if not path:
             continue
         folder = os.path.dirname(os.path.abspath(path))
@@ -722,13 +733,13 @@ def _check_outputs(a) -> str | None:
     source = getattr(a, "file", None)
     if source:
         seen[os.path.realpath(source)] = "the input file"
-    for option, path in paths:
+    for option, path in paths + [(f"the checkpoint of {o}", p) for o, p in checkpoints]:
         if not path:
             continue
         real = os.path.realpath(path)
         if real in seen:
             return f"{option} {path}: is {seen[real]}; give another file name"
-        seen[real] = f"the file of {option}"
+        seen[real] = f"the file of {option}" if option.startswith("--") else option
     return None
 
 
@@ -825,8 +836,10 @@ def _dispatch(a) -> int:
     from .diagram import DiagramError
     from .errors import SpecError
     try:
-        return {"show": cmd_show, "compute": cmd_compute, "scan": cmd_scan,
-                "bench": cmd_bench}[a.command](a)
+        rc = {"show": cmd_show, "compute": cmd_compute, "scan": cmd_scan,
+              "bench": cmd_bench}[a.command](a)
+        sys.stdout.flush()         # here, where a closed pipe is caught below
+        return rc
     except DiagramError as e:    # raised while computing: name the file and the key
         where = f"{a.file}: " if getattr(a, "file", None) and a.file not in str(e) else ""
         key = f"{e.key}: " if e.key and not str(e).startswith(e.key) else ""

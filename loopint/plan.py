@@ -159,28 +159,32 @@ def has_blowups(diagram: Diagram) -> bool:
 
 
 # ------------------------------------------------------------------ the points' supports
-FLOAT64_MAX_EXPONENT = 300
-"""|F|^p with p = max(2, |b|) must stay below 10^300 (float64 ends at 1.8e308): the integrand
-takes 1/(F - i delta U) as conj/|.|^2 and raises it to the power b, so a larger F overflows
-there, or underflows in the power, to an exact zero that no error estimate would notice."""
+F_RANGE_MARGIN = 8
+"""Decades kept below the largest float of the integrand's precision by :func:`_check_F_range`:
+|F|^p with p = max(2, |b| + 2) must stay below 10^300 in float64 (which ends at 1.8e308) and
+10^30 in float32.  The integrand takes 1/(F - i delta U) as conj/|.|^2 and raises it to the
+power b (b + 1, b + 2 for the derivatives by the kinematics), so a larger F overflows there,
+or underflows in the power, to an exact zero that no error estimate would notice."""
 
 
 def _check_F_range(probe: Integrand, kin: np.ndarray, scale: np.ndarray) -> None:
     """Refuse points where F, bounded on the simplex by the sum of its coefficients' moduli
-    (``scale``, per monomial), is too large for the integrand in float64
-    (:data:`FLOAT64_MAX_EXPONENT`)."""
+    (``scale``, per monomial), is too large for the integrand's precision
+    (:data:`F_RANGE_MARGIN`)."""
     try:
-        power = max(2.0, abs(float(probe.b.subs(sympy.Symbol("eps"), 0))))
+        power = max(2.0, abs(float(probe.b.subs(sympy.Symbol("eps"), 0))) + 2)
     except (AttributeError, TypeError):
-        power = 2.0
+        power = 4.0
+    dtype = np.dtype(getattr(probe, "rdtype", np.float64))
+    digits = np.floor(np.log10(np.finfo(dtype).max))
     bound = np.sum(scale, axis=1)
-    limit = 10.0 ** (FLOAT64_MAX_EXPONENT / power)
+    limit = 10.0 ** ((digits - F_RANGE_MARGIN) / power)
     if np.any(bound > limit):
         k = int(np.argmax(bound > limit))
         raise DiagramError(
             f"F reaches {bound[k]:.3g} at kinematic point {k} ({point_text(probe, kin[k])}), "
             f"beyond {limit:.3g}, above which |F|^{power:g} in the integrand overflows "
-            "float64: give the masses and invariants in units in which they are closer to 1 "
+            f"{dtype.name}: give the masses and invariants in units in which they are closer to 1 "
             "(the integral scales as a power of the unit)", "kinematics")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 import sympy
 
-from .diagram import EPS, Diagram, is_scaleless, regulator_linear
+from .diagram import EPS, Diagram, _split_product, is_scaleless, regulator_linear
 from .errors import DiagramError, SpecError
 from .spec.expr import ExpressionError, is_identifier, parse_expression
 from .spec.transform import parse_transform
@@ -251,6 +251,9 @@ def check_kinematics(diagram: Diagram, kin: Mapping[str, Any], where: str | None
         key = f"kinematics.{k}"
         if not is_identifier(k):
             raise _err(where, key, "not a valid symbol name")
+        if not isinstance(v, (list, tuple, str)) and hasattr(v, "__array__"):
+            v = np.asarray(v)            # a NumPy or JAX array: 0-d ones are numbers
+            v = v.item() if v.ndim == 0 else v
         if isinstance(v, (list, tuple, np.ndarray)) and allow_arrays:
             try:
                 a = np.asarray(v)
@@ -369,7 +372,12 @@ def _expression_sources(t: Mapping[str, Any]) -> dict:
 def _momentum_names(t: Mapping[str, Any], sp: Mapping[str, Any]) -> set:
     """The momenta a ``[diagram]`` table names: its external lines', loop and external
     momenta, and those of its scalar products' keys (as far as they are well formed)."""
-    names = {str(n).strip() for key in sp for n in str(key).split("*")}
+    names = set()
+    for key in sp:
+        try:
+            names.update(_split_product(key, "diagram.scalar_products"))
+        except DiagramError:     # reported with its key when the diagram is built
+            pass
     for line in t.get("external_lines", []) if isinstance(t.get("external_lines"), list) else []:
         if isinstance(line, (list, tuple)) and line and isinstance(line[0], str):
             names.add(line[0])
@@ -381,12 +389,8 @@ def _momentum_names(t: Mapping[str, Any], sp: Mapping[str, Any]) -> set:
 
 def _check_kinematic_names(t: Mapping[str, Any], sp: Mapping[str, Any], kin_names,
                            path: str | None) -> None:
-    """A value in ``[kinematics]`` for the regulator eps, or for a momentum, would be ignored:
-    refused instead, naming the key."""
-    if "eps" in kin_names:
-        raise _err(path, "kinematics.eps", "eps is the dimensional regulator, not a kinematic "
-                   "value: dimension = \"4 - 2*eps\" gives the Laurent coefficients in eps; a "
-                   "fixed dimension is given as a number, e.g. dimension = 3.8")
+    """A value in ``[kinematics]`` for a momentum would be ignored: refused instead, naming
+    the key."""
     clash = [n for n in kin_names if n in _momentum_names(t, sp)]
     if clash:
         raise _err(path, f"kinematics.{clash[0]}", f"{clash[0]!r} is a momentum of the diagram, "
@@ -476,6 +480,11 @@ def problem_from_dict(doc: Mapping[str, Any], path: str | None = None) -> Proble
         if not is_identifier(k):
             raise _err(path, f"kinematics.{k}", "not a valid symbol name")
     diagram = diagram_from_table(doc["diagram"], list(kin_raw), path)
+    if "eps" in kin_raw and diagram.regulated:
+        # the diagram's eps is the regulator: a value for it would be ignored
+        raise _err(path, "kinematics.eps", "eps is the dimensional regulator of this diagram, "
+                   "not a kinematic value: the results are its Laurent coefficients in eps; a "
+                   "fixed dimension is given as a number, e.g. dimension = 3.8")
     kin = check_kinematics(diagram, kin_raw, where=path, sources=_expression_sources(doc["diagram"]))
     settings_d = dict(doc.get("integration", {}))
     reg = doc.get("regulator", {})

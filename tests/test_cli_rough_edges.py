@@ -476,14 +476,54 @@ def test_an_output_never_replaces_the_input_or_another_output(tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("value, key, says", [
-    ("eps = 0.1", "kinematics.eps", "dimensional regulator"),
-    ("p1 = 2.0", "kinematics.p1", "is a momentum of the diagram"),
+@pytest.mark.parametrize("replace, value, key, says", [
+    (("dimension = 4", 'dimension = "4 - 2*eps"'), "eps = 0.1", "kinematics.eps",
+     "dimensional regulator"),
+    (("", ""), "p1 = 2.0", "kinematics.p1", "is a momentum of the diagram"),
 ])
-def test_kinematic_values_that_would_be_ignored_are_refused(tmp_path, capsys, value, key, says):
-    """A value for the regulator eps, or for a momentum, would change nothing: refused."""
+def test_kinematic_values_that_would_be_ignored_are_refused(tmp_path, capsys, replace, value,
+                                                            key, says):
+    """A value for the regulator eps of a regulated diagram, or for a momentum, would change
+    nothing: refused."""
     f = tmp_path / "tri.toml"
-    f.write_text(TRIANGLE.replace("m = 1.0", f"m = 1.0\n{value}"))
+    text = TRIANGLE.replace('name = "tri"', 'name = "tri"\ndimension = 4').replace(*replace)
+    f.write_text(text.replace("m = 1.0", f"m = 1.0\n{value}"))
     rc, stdout, err = run_main(capsys, "compute", f)
     assert rc == 2 and stdout == "" and one_line_error(err), err
     assert f"{f}: {key}: " in err and says in err, err
+
+
+def test_eps_is_an_ordinary_symbol_in_a_fixed_dimension(tmp_path, capsys):
+    """In D = 4 a symbol named eps is a kinematic symbol like any other: s/2 + eps/2 with
+    eps = 1 at s = 0 is the triangle at s = 1 (C0 = -2 arcsin^2(1/2) = -2 (pi/6)^2 at m = 1,
+    REFERENCES.md)."""
+    import math
+    f = tmp_path / "tri.toml"
+    f.write_text(TRIANGLE.replace('"s/2"', '"s/2 + eps/2"').replace("s = 10.0", "s = 0.0\neps = 1.0"))
+    rc, _, err = run_main(capsys, "compute", f, "--rtol", "1e-8", "--quiet",
+                          "--json", tmp_path / "r.json")
+    assert rc == 0, err
+    assert _strict_json(tmp_path / "r.json")["value"][0] == pytest.approx(-2 * (math.pi / 6) ** 2,
+                                                                          rel=1e-7)
+
+
+def test_a_budget_too_small_for_an_amplitude_term_is_bad_input(capsys):
+    """The budget of an amplitude is shared out over its terms: a share below one QMC level
+    is an input error that names the option, not a traceback."""
+    f = DIAGRAMS / "amplitude" / "amplitude_box_triangles.toml"
+    rc, stdout, err = run_main(capsys, "compute", f, "--method", "qmc", "--max-evals", "60000",
+                               "--quiet")
+    assert rc == 2 and one_line_error(err), err
+    assert f"{f}: --max-evals: a term's share of the budget is too small" in err
+
+
+def test_a_closed_output_pipe_ends_quietly(tmp_path):
+    """`loopint show F | head -1` with Python's buffered stdout: no traceback and no
+    'Exception ignored' message at exit, exit status 141 (128 + SIGPIPE)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["LOOPINT_SERVER"] = ""
+    p = subprocess.Popen([sys.executable, "-m", "loopint.cli", "show", str(BELOW)], cwd=ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()                 # the reader goes away before anything is written
+    err = p.stderr.read().decode()
+    assert p.wait() == 141 and err == "", err

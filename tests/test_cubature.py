@@ -346,6 +346,39 @@ def test_a_step_stops_where_the_sweep_is_predicted_to_converge(tolerance, expect
         assert sw.predicted(got)[0] <= tolerance
 
 
+def test_the_rate_is_per_component_and_not_across_a_change_of_the_bound():
+    """A component whose error is 0 or did not fall is predicted to stay as it is (rate 0),
+    so that it does not switch the prediction off for the others; a component whose bound
+    changed form between the sweeps (scaled by the degree-9 ratio in one only) gets no rate."""
+    before, after = np.array([8e-6, 0.0, 1e-6, 8e-6]), np.array([1e-6, 0.0, 2e-6, 1e-6])
+    comparable = np.array([True, True, True, False])
+    rate = cubature._falling_rate((None, before), after, 10**4, 5 * 10**4, comparable)
+    assert rate == pytest.approx([np.log(8) / np.log(5), 0, 0, 0])
+    assert cubature._falling_rate((None, before), after, 10**4, 5 * 10**4,
+                                  np.zeros(4, bool)) is None
+
+
+def test_a_step_stops_at_the_predicted_count(monkeypatch):
+    """Where the sweeps predict convergence at a live count within the next step, the step
+    splits only as many regions as reach it (a prediction 5 regions ahead, f3 in 3-D)."""
+    seen = []
+    step = cubature._Run._step
+
+    def watched(run, wanted):
+        target = run.progress.regions + 5
+        monkeypatch.setattr(cubature._Sweeps, "converges_at", lambda self, met: target)
+        out = step(run, wanted)
+        seen.append((run.progress.regions, target, wanted))
+        return out
+
+    monkeypatch.setattr(cubature._Run, "_step", watched)
+    case = CASES["f3_3d"]
+    _run(case, 1e-12, 10**5, error_estimate="global", defer_sweeps=False)
+    # the last step is cut by the evaluation budget instead
+    wide = [(got, target) for got, target, wanted in seen[:-1] if wanted > 5]
+    assert wide and all(got == target for got, target in wide), seen
+
+
 def test_global_estimate_of_the_degree9_total(monkeypatch):
     """f3 in 8-D to rtol 1e-6: the degree-7 bound of the sweeps stays 60-130 times above the
     true error of the degree-9 total; scaled by the measured ratio (from the third sweep) the

@@ -86,8 +86,9 @@ def test_iterable_of_names_declares_real_symbols():
     ("[s]", "unexpected character '['"),
     ("s # comment", "unexpected character '#'"),
     ("1_000", "unexpected '_000'"),             # not Python's digit separator
-    ("s/\u0662", "unexpected character"),       # an Arabic-Indic 2 is not the number 2
-    ("s\u00a0+ t", "unexpected character"),     # nor a no-break space a space
+    ("s/\u0662", "unexpected character '\u0662'"),   # an Arabic-Indic 2 is not the number 2
+    ("s\u00a0+ t", "unexpected character '\\xa0' at position 1"),   # nor a no-break space
+    ("s * 2\u00a0", "unexpected character '\\xa0' at position 5"),   # a space
 ])
 def test_refuses_code_and_bad_syntax(text, fragment):
     with pytest.raises(ExpressionError) as e:

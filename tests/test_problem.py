@@ -268,6 +268,9 @@ def test_check_kinematics_for_the_python_api():
     assert out["m"] == 1.0 and out["s"].shape == (4,)
     out = check_kinematics(d, {"m": np.int64(1), "s": np.float32(0.5)})   # NumPy scalars
     assert out == {"m": 1.0, "s": 0.5} and all(type(v) is float for v in out.values())
+    import jax.numpy as jnp
+    out = check_kinematics(d, {"m": np.array(1.0), "s": jnp.asarray([0.5, 1.0])})  # 0-d, JAX
+    assert out["m"] == 1.0 and list(out["s"]) == [0.5, 1.0]
     with pytest.raises(SpecError, match="kinematics.s: must be a number"):
         check_kinematics(d, {"m": 1.0, "s": np.bool_(True)})
     bubble = Diagram.from_graph([["0", [1, 2]], ["0", [2, 1]]], [["p", 1], ["q", 2]],

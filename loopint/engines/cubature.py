@@ -293,8 +293,10 @@ class Cubature(base.Engine):
 class _Sweeps:
     """Bookkeeping of the global estimate: degree-9 points per region (0 with the local
     estimate), sweeps taken, their evaluations, the live count at the last one, the count
-    that triggers the next, the ratio of global to local error seen at the last one, its
-    ``(value, error)`` (float64) and whether the sweep before covered it."""
+    that triggers the next, the ratio of global to local error seen at the last one, the
+    rate at which the estimate fell between the last two (per component, :meth:`predicted`),
+    which components' bounds the degree-9 ratio scaled, its ``(value, error)`` (float64) and
+    whether the sweep before covered it."""
 
     points: int
     defer: bool = True
@@ -305,6 +307,7 @@ class _Sweeps:
     next_at: int = GLOBAL_FIRST_SWEEP
     ratio: float | None = None
     rate: np.ndarray | None = None
+    scaled: np.ndarray | None = None
     estimate: tuple | None = None
     validated: bool = False
     history: list = dataclasses.field(default_factory=list)
@@ -404,9 +407,12 @@ class _Sweeps:
                                               for a in (value, value7, signed, rest, floor))
         retired = np.zeros_like(value) if retired is None else np.asarray(retired, np.float64)
         scale = np.ones_like(value)
+        same_retired = bool(self.sums) and np.array_equal(self.sums[-1][2], retired)
         if len(self.sums) == 2 and all(np.array_equal(r, retired) for *_, r in self.sums):
             ratio = _degree9_ratio([s[:2] for s in self.sums], value, value7, floor)
             scale = np.where(np.isnan(ratio), 1.0, ratio)
+        scaled, scaled_before = scale != 1.0, self.scaled
+        self.scaled = scaled
         self.sums = (self.sums + [(value7, value, retired)])[-2:]
         error = GLOBAL_SAFETY * scale * np.abs(signed) + rest + floor
         self.validated = _covers(previous, (value, error))
@@ -415,7 +421,10 @@ class _Sweeps:
             # yet much better than the degree-7 one, the signed sum misses its own error
             error = np.maximum(error, np.abs(value - previous[0]))
         self.estimate = (value, error)
-        self.rate = _falling_rate(previous, error, swept_before, regions)
+        # a fall across a retirement, or across a change of the bound's form (scaled by the
+        # degree-9 ratio or not), is not the estimate's rate of convergence
+        self.rate = (_falling_rate(previous, error, swept_before, regions, scaled == scaled_before)
+                     if same_retired and scaled_before is not None else None)
         local_error = np.asarray(local_error, np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.ratio = float(np.nanmax(np.where(local_error > 0,
@@ -592,8 +601,10 @@ class _Run:
         sw.record(*parts, p.regions, self.total_error, retired=retired)
 
     def _step(self, wanted: int) -> str | None:
-        """Split the planned regions, making room first; a ``memory_limit`` status when
-        retiring regions frees too little."""
+        """Split the planned regions, making room first, and no more than bring the live
+        count to where the global estimate is predicted to converge
+        (:meth:`_Sweeps.converges_at`); a ``memory_limit`` status when retiring regions
+        frees too little."""
         p, e = self.progress, self.engine
         max_regions = self.problem.max_regions
         split = min(max(wanted, min(e.min_split, p.regions)), p.regions, self._budget_regions())
@@ -878,16 +889,21 @@ def _compile_sweep(problem: regions.RegionProblem, rows: int) -> None:
     _global_estimate.lower(values, values, values, i32, vec, vec, scalar).compile()
 
 
-def _falling_rate(previous, error, regions_before: int, regions: int) -> np.ndarray | None:
+def _falling_rate(previous, error, regions_before: int, regions: int,
+                  comparable) -> np.ndarray | None:
     """Per component, the rate ``a`` at which the global error fell as ``R^-a`` from the
     previous sweep's estimate (``previous``, of ``regions_before`` regions) to ``error``
-    (of ``regions``); None unless it fell in every component."""
+    (of ``regions``), where it fell and the two estimates are ``comparable``; elsewhere 0
+    (predicted to stay as it is).  None where no component fell."""
     if previous is None or not regions > regions_before > 0:
         return None
     before = np.asarray(previous[1], np.float64)
-    if not (np.all(error > 0) and np.all(error < before)):
+    fell = comparable & (error > 0) & (error < before)
+    if not np.any(fell):
         return None
-    return np.log(before / error) / np.log(regions / regions_before)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.log(before / error) / np.log(regions / regions_before)
+    return np.where(fell, rate, 0.0)
 
 
 def _covers(previous, current) -> bool:

@@ -491,8 +491,8 @@ class MonteCarlo(base.Engine):
         chunk_evals = chunk_blocks * block_evals
         if max_evals // chunk_evals < 1:
             raise base.BudgetError(f"max_evals={max_evals} is below one chunk ({chunk_evals} "
-                             f"evaluations = {chunk_blocks} blocks of {BLOCK} samples on {ndev} "
-                             "device(s))")
+                                   f"evaluations = {chunk_blocks} blocks of {BLOCK} samples "
+                                   f"on {ndev} device(s))")
         return chunk_blocks, chunk_evals
 
     def _sample(self, bound, run, state, lo, span, chunk_blocks: int, chunk_evals: int,

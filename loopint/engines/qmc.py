@@ -299,7 +299,7 @@ class QuasiMonteCarlo(base.Engine):
         q = int(self.n_shifts)
         if q * ladder[0] > max_evals:
             raise base.BudgetError(f"max_evals={max_evals} is below one level "
-                             f"({q} shifts x {ladder[0]} points)")
+                                   f"({q} shifts x {ladder[0]} points)")
         return ladder
 
     def _chunk(self, n: int, ndev: int) -> int:

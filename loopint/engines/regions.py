@@ -750,8 +750,8 @@ class RegionProblem:
                              f"memory_limit holds ({self.max_regions} regions)")
         if count * self.points_per_region > max_evals:
             raise base.BudgetError(f"max_evals={max_evals} is below one rule application on the "
-                             f"{count} initial region(s) ({count * self.points_per_region} "
-                             "points)")
+                                   f"{count} initial region(s) ({count * self.points_per_region} "
+                                   "points)")
         cap = self.capacity(max(count, 2))
         buffers = (jnp.asarray(pad_rows(centers, cap), self.dtype),
                    jnp.asarray(pad_rows(halfwidths, cap), self.dtype))

@@ -59,7 +59,7 @@ def _tokenize(text: str) -> list[_Tok]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            rest = text[pos:].lstrip()
+            rest = text[pos:].lstrip(" \t\n\r\f\v")
             if not rest:
                 break
             bad = rest[0]
