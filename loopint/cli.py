@@ -493,8 +493,7 @@ def _compute(a, p, run=None, **kw):
     import warnings
     from .compute import compute
     from .diagram import DiagramError
-    from .engines.base import BudgetError
-    from .errors import SpecError
+    from .errors import BudgetError, SpecError
     try:
         with _Progress(a.quiet, label=p.diagram.name) as progress, warnings.catch_warnings():
             # F's coefficients at a point where a denominator vanishes or a value overflows:
@@ -533,8 +532,7 @@ def _checkpoint(a, output: str | None, needs: str) -> str | None:
 def cmd_compute(a) -> int:
     import numpy as np
     from .amplitude import compute_file
-    from .engines.base import BudgetError
-    from .errors import SpecError
+    from .errors import BudgetError, SpecError
     from .io import write_json_atomic
     from .problem import load
     try:

@@ -1,5 +1,7 @@
-"""The errors loopint raises for bad input.  Both are ``ValueError``s whose message names the
-key (and the file, for a problem file) and the problem; the CLI turns them into exit code 2."""
+"""The errors loopint raises for bad input.  All are ``ValueError``s whose message names the
+key (and the file, for a problem file) or the setting, and the problem; the CLI turns them into
+exit code 2.  This module imports nothing, so that the command line can catch them without
+loading JAX."""
 
 from __future__ import annotations
 
@@ -14,3 +16,9 @@ class DiagramError(ValueError):
 
 class SpecError(ValueError):
     """Bad input: the message names the file (when there is one), the key and the problem."""
+
+
+class BudgetError(ValueError):
+    """``max_evals`` below the smallest unit of work of an engine (one rule application on
+    the initial regions, one lattice level, one chunk of samples): no estimate, not even an
+    unconverged one, can be made within it."""

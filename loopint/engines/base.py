@@ -26,14 +26,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import BudgetError  # noqa: F401  (raised by the engines as base.BudgetError)
 from ..io import jsonable
 from ..maps import simplex_from_cube
-
-class BudgetError(ValueError):
-    """``max_evals`` below the smallest unit of work of an engine (one rule application on
-    the initial regions, one lattice level, one chunk of samples): no estimate, not even an
-    unconverged one, can be made within it."""
-
 
 class Status(str, enum.Enum):
     """Why an engine run ended.  ``CONVERGED`` is the only outcome with ``converged`` True;
