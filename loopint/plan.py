@@ -33,7 +33,7 @@ import sympy
 
 from . import engines
 from .derivatives import Request, blocks, request, supports_for, with_derivatives
-from .diagram import Diagram, is_scaleless
+from .diagram import EPS, Diagram, is_scaleless
 from .divergence import ZERO_COEFFICIENT, Verdict, analyze, divergence_message
 from .engines.base import Box, Engine, IntegrationResult, Simplex
 from .errors import DiagramError, SpecError
@@ -172,10 +172,10 @@ def _check_F_range(probe: Integrand, kin: np.ndarray, scale: np.ndarray) -> None
     (``scale``, per monomial), is too large for the integrand's precision
     (:data:`F_RANGE_MARGIN`)."""
     try:
-        power = max(2.0, abs(float(probe.b.subs(sympy.Symbol("eps"), 0))) + 2)
-    except (AttributeError, TypeError):
+        power = max(2.0, abs(float(probe.b.subs(EPS, 0))) + 2)
+    except TypeError:            # an exponent with symbols other than eps
         power = 4.0
-    dtype = np.dtype(getattr(probe, "rdtype", np.float64))
+    dtype = np.dtype(probe.rdtype)
     digits = np.floor(np.log10(np.finfo(dtype).max))
     bound = np.sum(scale, axis=1)
     limit = 10.0 ** ((digits - F_RANGE_MARGIN) / power)
