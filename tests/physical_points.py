@@ -154,6 +154,16 @@ POINTS = [
                                             "ma": 1.0, "mb": 2.0, "mc": 0.0},
       "mpmath-1d:triangle_d4",
       "masses 1, 2, 0 (one massless line); p1^2 = 2.5 > 1, p3^2 = 4.04 = 1.01 (mb+mc)^2"),
+    P("C0_photon_offshell_1e-6", "triangle", {"q1": -3.0, "q2": 1.000001, "q3": 1.000001,
+                                              "ma": 1.0, "mb": 0.0, "mc": 1.0},
+      "mpmath-1d:vertex_photon_d4",
+      "vertex with a massless exchange (masses 1, 0, 1): both legs at p^2 = 1.000001 m^2, "
+      "1e-6 above the (m, 0) threshold and near the infrared divergence at p^2 = m^2; s = -3"),
+    P("C0_photon_s7_legs_below", "triangle", {"q1": 7.0, "q2": 0.99999, "q3": 0.99999,
+                                              "ma": 1.0, "mb": 0.0, "mc": 1.0},
+      "mpmath-1d:vertex_photon_d4",
+      "vertex with a massless exchange (masses 1, 0, 1): s = 7 > 4 m^2, both legs at "
+      "p^2 = 0.99999 m^2, 1e-5 below the (m, 0) threshold"),
     # one-loop boxes and the pentagon: pySecDec
     P("D0_unequal_st", "box", {"q1": 0.0, "q2": 0.0, "q3": 1.0, "q4": 1.0, "s": 6.0, "t": -2.0,
                                "m1": 1.0, "m2": 0.5, "m3": 1.0, "m4": 0.8}, "pysecdec",
@@ -355,6 +365,36 @@ def triangle_d4(q1, q2, q3, ma, mb, mc, dps=30) -> complex:
         return complex(-_quad(inner, pts))
 
 
+def vertex_photon_d4(s, P, m, dps=30) -> complex:
+    """The D = 4 vertex with a massless line between two legs of equal virtuality P and lines
+    of mass m to the third leg (s), pySecDec's normalization (lines a, b = massless, c of
+    ``triangle_d4`` with q1 = s, q2 = q3 = P).  With x_a = rho xi, x_c = rho (1 - xi),
+    x_b = 1 - rho, F = rho [m^2 - P + rho A(xi)], A = P - s xi (1 - xi), so the rho integral
+    is a logarithm:
+
+        C0 = -int_0^1 dxi [ln(G - i0) - ln(m^2 - P - i0)] / A,   G = m^2 - s xi (1 - xi),
+
+    regular where A = 0 (the bracket vanishes there too).  Finite for P != m^2; near P = m^2
+    (the threshold of the massless line and one massive line) it grows like ln|m^2 - P|, which
+    ``triangle_d4``'s closed inner integral does not resolve (a log of zero at an end)."""
+    with mpmath.workdps(dps):
+        s, P, m2 = _mp(s), _mp(P), _mp(m) ** 2
+        if P == m2:
+            raise ValueError("P = m^2: the vertex is infrared divergent")
+        lnB = _log_i0(m2 - P, -1)
+
+        def f(xi):
+            A = P - s * xi * (1 - xi)
+            if A == 0:
+                return 1 / (m2 - P)
+            return (_log_i0(m2 - s * xi * (1 - xi), -1) - lnB) / A
+        # break points: G = 0 (the logarithm's branch) and A = 0 (a removable 0/0)
+        pts = {mpmath.mpf(0), mpmath.mpf(1) / 2, mpmath.mpf(1)}
+        for c in (m2, P):
+            pts.update(_real_roots_in([c, -s, s], 0, 1))
+        return complex(-_quad(f, sorted(pts)))
+
+
 def sunrise_d2(s, m1, m2, m3, dps=30) -> complex:
     """Two-loop sunrise in D = 2 (masses m1, m2, m3, p^2 = s > 0) in pySecDec's normalization,
     from the dispersion relation of the (m2, m3) subloop (an unsubtracted one: the D = 2
@@ -423,6 +463,9 @@ def _closed_reference(point) -> complex | None:
         return triangle_d4(k["q1"], k["q2"], k["q3"], k["ma"], k["mb"], k["mc"])
     if ref == "mpmath-1d:sunrise_d2":
         return sunrise_d2(k["s"], k["m1"], k["m2"], k["m3"])
+    if ref == "mpmath-1d:vertex_photon_d4":
+        assert k["mb"] == 0 and k["q2"] == k["q3"] and k["ma"] == k["mc"], point["id"]
+        return vertex_photon_d4(k["q1"], k["q2"], k["ma"])
     return None
 
 
@@ -432,6 +475,9 @@ REFERENCE_SOURCES = {
                         "mpmath 30 digits",
     "mpmath-1d:triangle_d4": "D = 4 triangle: inner Feynman parameter in closed form, outer "
                              "by mpmath.quad (30 digits)",
+    "mpmath-1d:vertex_photon_d4": "D = 4 vertex with a massless exchange between legs of "
+                                  "equal virtuality: one Feynman parameter in closed form, "
+                                  "the other by mpmath.quad (30 digits)",
     "mpmath-1d:sunrise_d2": "D = 2 sunrise: dispersion integral over the subloop's spectral "
                             "density of the closed-form D = 2 bubble, mpmath.quad (30 digits)",
     "pysecdec": "pySecDec 1.6.6 (Borowka et al., CPC 222 (2018) 313), contour deformation, Qmc "

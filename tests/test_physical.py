@@ -192,6 +192,15 @@ def test_triangle_1d_just_below_an_anomalous_threshold():
     assert r.converged and abs(r.value - ref) <= 1e-8 * abs(ref)
 
 
+@pytest.mark.parametrize("s,P", [(-3.0, 0.5), (3.0, 0.7), (5.0, 2.0), (7.0, 3.0)])
+def test_photon_vertex_1d_against_the_triangle_1d(s, P):
+    """The vertex with a massless exchange by its own 1-D reduction (radial variable of the
+    two massive lines) and by the triangle's (inner variable closed form) agree away from
+    P = m^2, where the triangle's inner integral meets a logarithm of zero."""
+    ref = pp.triangle_d4(s, P, P, 1.0, 0.0, 1.0)
+    assert abs(pp.vertex_photon_d4(s, P, 1.0) - ref) <= 1e-14 * abs(ref)
+
+
 def test_sunrise_dispersion_against_bessel():
     """Below threshold the dispersive sunrise equals the position-space Bessel integral and
     the reference of diagrams/sunrise_2L_D2.toml."""

@@ -28,7 +28,8 @@ value there checks both), pySecDec 1.6.6 (S. Borowka et al., Comput. Phys. Commu
 in both unit systems of the test set ("m = 1" and "GeV" = m * LAMBDA; the two-loop vertices in
 "m = 1" only, their longest runs).  The file records the
 definition, both values with the errors pySecDec reports (its standard-deviation estimates),
-the seconds taken, and the settings and version.
+the seconds taken, the date of each point's run, and the settings and version (the file's
+``date`` is that of its last update).
 """
 
 from __future__ import annotations
@@ -209,6 +210,7 @@ def main(argv=None) -> int:
             **({} if r2 is None else {"value_GeV": r2["value"], "error_GeV": r2["error"],
                                       "seconds_GeV": r2["seconds"]}),
             "generation_and_compile_seconds": round(gen_s, 1),
+            "date": datetime.date.today().isoformat(),
             "settings": {"epsrel": EPSREL[p["loops"]], "epsabs": EPSABS,
                          "maxeval": MAXEVAL[p["loops"]], "wall_clock_limit": WALL[p["loops"]],
                          "integrator": "Qmc", **QMC,
