@@ -463,14 +463,19 @@ def local_strength(x, v, H, U, Uk, lam, dtype):
     near the corner rho = 0, where g and h are ~1e-6).  A fixed-strength contour stays within
     ``lam g`` of the real one there, far closer than the scale of the integrand's structure,
     and leaves a near pole (that vertex's run stops at the region bound with an error as large
-    as the value).  There Lam ~ kappa/sqrt(g^2 + h^2), so that the parameters move by about a
-    tenth of their value; where ``lam sqrt(g^2 + h^2) > 2 kappa`` it is lam within 2 %.  Not
-    near a pinch inside the simplex (a normal threshold of two massive lines approached): there
-    the gradient vanishes at the pinch but h does not, whereas a strength growing like 1/g
+    as the value).  There Lam ~ kappa/sqrt(g^2 + h^2), so that the parameters move by up to
+    about a tenth of their value (kappa g/sqrt(g^2 + h^2)); where ``lam sqrt(g^2 + h^2) >
+    2 kappa`` it is lam within 2 %.  Little near a pinch inside the simplex (a normal threshold
+    of two massive lines approached): there the gradient vanishes at the pinch but h does not,
+    so Lam grows only as far as lam h allows, whereas a strength growing like 1/g
     would turn the contour's crossing of the real axis between the two close zeros of F into a
     step narrower than the zeros' distance, which no error estimate sees (with h left out, the
     D = 2 bubble 3e-11 above its threshold is "converged" far off at rtol 1e-4,
     ``tests/test_thresholds.py``).
+
+    Where Lam is grown it hardly depends on lam, so a smaller lam (the retries after a sign
+    violation, :data:`CONTOUR_SHRINK`) does not move the contour there: a violation inside such
+    a region sends the point to the delta sequence.
 
     Lam is homogeneous of degree 0 (g and h are), so the deformation stays projective; it
     depends on x, and the Jacobian's rank-one term from dLam keeps Cauchy's theorem exact
@@ -516,8 +521,10 @@ def det_identity_minus_i(A, lam):
     Hermitian part is the identity; that class is closed under Schur complements, every pivot
     has real part >= 1 and elimination is stable.  The local strength adds a rank-one term,
     u dLam^T (:func:`local_strength`), outside that class; against numpy's pivoted LU the
-    determinants agreed to 1.3e-14 relative at 4e4 points of every sector of each point of the
-    physical test set, uniform and log-uniform towards the faces (``tests/test_contour.py``).
+    determinants agreed to 1.8e-14 relative at 4e4 points (uniform and log-uniform towards the
+    faces) of every sector of each point of the physical test set, the strength grown up to
+    1.4e6 times at the off-shell vertex with a massless exchange (``tests/test_contour.py``
+    checks that vertex and the pentagon).
     """
     N = len(A)
     M = [[jax.lax.complex(jnp.full_like(A[k][j], 1.0 if j == k else 0.0), -lam * A[k][j])

@@ -344,7 +344,7 @@ loopint.bench.contour_cases --scan``, the README's table)."""
 CONTOUR_TRANSFORM = "sidi2"
 """The boundary transform of the deformed contour's integrand for the region engines
 (cubature, PAGANI): Sidi's sin^2 map, ``t ~ u^5`` at each face.  The deformation
-``z_k = x_k (1 - i lambda dV/dx_k)`` vanishes at the faces of a sector's cube, so structure of F
+``z_k = x_k (1 - i Lam(x) dV/dx_k)`` vanishes at the faces of a sector's cube, so structure of F
 within a thin layer at a face is not smoothed: a normal threshold lies on a face (on an edge
 of the simplex), and an on-shell leg beside a light line puts a zero of F within
 ``m_light^2 / s`` of one.  Adaptive cubature can converge without having found such a layer,

@@ -367,8 +367,8 @@ def triangle_d4(q1, q2, q3, ma, mb, mc, dps=30) -> complex:
 
 def vertex_photon_d4(s, P, m, dps=30) -> complex:
     """The D = 4 vertex with a massless line between two legs of equal virtuality P and lines
-    of mass m to the third leg (s), pySecDec's normalization (lines a, b = massless, c of
-    ``triangle_d4`` with q1 = s, q2 = q3 = P).  With x_a = rho xi, x_c = rho (1 - xi),
+    of mass m to the third leg (s), pySecDec's normalization: ``triangle_d4`` with ma = mc = m,
+    mb = 0 (line b the massless one), q1 = s and q2 = q3 = P.  With x_a = rho xi, x_c = rho (1 - xi),
     x_b = 1 - rho, F = rho [m^2 - P + rho A(xi)], A = P - s xi (1 - xi), so the rho integral
     is a logarithm:
 
