@@ -96,6 +96,27 @@ def test_local_strength_jacobian_is_the_derivative_of_the_map():
     assert min(boosts[:2]) > 1e4 and max(boosts[2:]) < 1.02
 
 
+def test_a_batch_with_a_flat_point_evaluates_every_point_as_alone():
+    """The local strength's kernel is taken for the batch when one point needs it (the
+    off-shell vertex near its corner); the other point then runs with kappa = 0, i.e. its
+    fixed strength, and every point's values equal its values alone."""
+    from loopint.lower import kronecker_points
+    tri = loopint.Diagram.from_graph(
+        internal_lines=[["ma", [1, 2]], ["mb", [2, 3]], ["mc", [3, 1]]],
+        external_lines=[["p1", 1], ["p2", 2], ["p3", 3]],
+        scalar_products={"p1*p1": "q1", "p2*p2": "q2", "p1*p2": "(q3 - q1 - q2)/2"})
+    ig = Integrand(tri, domain="sectors")
+    u = kronecker_points(64, ig.ndim)
+    flat = {"q1": -3.0, "q2": 1.000001, "q3": 1.000001, "ma": 1.0, "mb": 0.0, "mc": 1.0}
+    other = {"q1": 3.0, "q2": 1.0, "q3": -2.0, "ma": 1.0, "mb": 2.0, "mc": 0.5}
+    assert ig._flat_at_a_corner(ig._kin({k: [flat[k], other[k]] for k in flat}),
+                                np.array([0.06, 0.16])).tolist() == [True, False]
+    both = np.asarray(ig.bind_deformed({k: [flat[k], other[k]] for k in flat}, [0.06, 0.16])(u))
+    for k, (kin, lam) in enumerate(((flat, 0.06), (other, 0.16))):
+        alone = np.asarray(ig.bind_deformed(kin, lam)(u))[:, 0]
+        np.testing.assert_allclose(both[:, k], alone, rtol=1e-13)
+
+
 def test_unpivoted_elimination_with_the_rank_one_term_is_accurate():
     """dLam's rank-one term takes the Jacobian out of the class whose unpivoted elimination is
     provably stable (det_identity_minus_i): against numpy's pivoted LU at points uniform and
