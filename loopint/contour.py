@@ -150,8 +150,7 @@ class ContourIntegrand(Integrand):
 
         def one(k, l):
             v, H, _, _ = self._deformation_terms(corners, k[None, :])
-            h2 = sum((corners[a] * H[max(a, b), min(a, b)]) ** 2
-                     for a in range(N) for b in range(N))
+            _, h2 = _hessian_rows(corners, H)
             return jnp.min(l * jnp.sqrt(sum(t * t for t in v) + h2))
         return jax.vmap(one)(kin, lam)
 
@@ -491,6 +490,14 @@ LOCAL_KAPPA = 0.1
 LOCAL_TRIGGER = 2.0
 
 
+def _hessian_rows(x, H):
+    """R_l = sum_j H_lj^2 and h^2 = sum_l x_l^2 R_l (H as the dict over j <= k of
+    :meth:`ContourIntegrand._deformation_terms`)."""
+    N = len(x)
+    R = [sum(H[max(l, j), min(l, j)] ** 2 for j in range(N)) for l in range(N)]
+    return R, sum(x[l] * x[l] * R[l] for l in range(N))
+
+
 def local_strength(x, v, H, U, Uk, lam, dtype, kappa=LOCAL_KAPPA):
     """The deformation's strength at each point and its gradient, for U linear and F quadratic
     in x (one loop):
@@ -535,9 +542,8 @@ def local_strength(x, v, H, U, Uk, lam, dtype, kappa=LOCAL_KAPPA):
 
     def Hm(k, j):
         return H[max(k, j), min(k, j)]
-    R = [sum(Hm(l, j) * Hm(l, j) for j in range(N)) for l in range(N)]      # sum_j H_lj^2
+    R, h2 = _hessian_rows(x, H)
     x2 = [xk * xk for xk in x]
-    h2 = sum(x2[k] * R[k] for k in range(N))
     D = lam * lam * (sum(t * t for t in v) + h2) + mu2
     iD = 1.0 / D
     r = kappa2 * iD
